@@ -1,0 +1,1 @@
+"""Alembic migration scripts; ``weave migrate`` applies them."""

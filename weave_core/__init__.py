@@ -1,0 +1,1 @@
+"""Weave kernel: storage, identity, dispatch, runtime and the node plugin spec."""

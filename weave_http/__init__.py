@@ -1,0 +1,1 @@
+"""The HTTP API server (Starlette on uvicorn) and the ``weave`` command line."""

@@ -1,0 +1,1 @@
+"""The built-in node kinds, each registered through the node spec like a third-party plugin."""
