@@ -31,7 +31,7 @@ class Limits:
     max_poll_rounds: int = 1000
     """``max_rounds`` of one ``poll`` step."""
     max_poll_attempts_total: int = 10_000
-    """``max_rounds`` × ``attempts_per_round`` of one ``poll`` step."""
+    """``max_rounds`` times ``attempts_per_round`` of one ``poll`` step."""
     max_task_attempts: int = 100
     """Attempt budget of one task."""
     max_value_bytes: int = 256 * 1024

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from enum import Enum
+from enum import StrEnum
 from typing import Any, ClassVar, Literal, Protocol
 
 import pluggy
@@ -175,7 +175,7 @@ class EnterBlocks:
 Command = TaskCommand | WaitSignalCommand | TimerCommand | PollCommand | EnterBlocks
 
 
-class FactKind(str, Enum):
+class FactKind(StrEnum):
     """What settled for a waiting leaf step."""
 
     TASK_SUCCEEDED = "task.succeeded"
@@ -199,7 +199,7 @@ class Fact:
     """``task`` for the step's own task, ``receipt`` for a poll's receipt signal."""
 
 
-class StepOutcome(str, Enum):
+class StepOutcome(StrEnum):
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
     CANCELLED = "CANCELLED"
@@ -303,8 +303,8 @@ __all__ = [
     "StepOutcome",
     "StepResult",
     "TaskCommand",
-    "TimerCommand",
     "Timeouts",
+    "TimerCommand",
     "WaitSignalCommand",
     "hookimpl",
     "hookspec",
