@@ -48,7 +48,7 @@ def create_mysql_database(prefix: str = "weave_t") -> str:
     """Create an empty throw-away database and return its SQLAlchemy URL."""
     name = f"{prefix}_{os.getpid()}_{secrets.token_hex(4)}"
     try:
-        conn = pymysql.connect(**_server_params())  # type: ignore[arg-type]  # dict of known keys
+        conn = pymysql.connect(**_server_params())  # type: ignore[call-overload]  # a dict of known keyword arguments
     except pymysql.err.OperationalError as exc:
         mysql_unavailable(str(exc))
         raise  # unreachable: mysql_unavailable raises
@@ -64,7 +64,7 @@ def create_mysql_database(prefix: str = "weave_t") -> str:
 
 def drop_mysql_database(url: str) -> None:
     name = urlsplit(url).path.lstrip("/")
-    conn = pymysql.connect(**_server_params())  # type: ignore[arg-type]  # dict of known keys
+    conn = pymysql.connect(**_server_params())  # type: ignore[call-overload]  # a dict of known keyword arguments
     try:
         with conn.cursor() as cur:
             cur.execute(f"DROP DATABASE IF EXISTS `{name}`")

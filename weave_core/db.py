@@ -1,0 +1,370 @@
+"""Engine factory (MariaDB/MySQL, SQLite), database time, and the transaction helper.
+
+Every write in Weave goes through :meth:`Database.transaction`, which re-runs the whole
+function on the failures MariaDB documents as "try again" (RELIABILITY.md, MariaDB facts):
+
+===========================  ==================================================================
+failure                      what the helper does
+===========================  ==================================================================
+1213 deadlock, 1020          InnoDB already rolled the transaction back: re-run ``fn``.
+1205 lock wait timeout       only the *statement* was rolled back: ROLLBACK, then re-run.
+2006/2013 lost connection    before COMMIT the server rolls back; during COMMIT the outcome is
+                             unknown. Re-run ``fn``: it must find work already done (R-9).
+SQLite "database is locked"  the busy timeout expired: ROLLBACK, then re-run.
+``WeaveError`` from ``fn``   ROLLBACK and propagate unchanged (a decision, not a failure).
+===========================  ==================================================================
+
+Transaction convention: public functions take a :class:`Database` and open their own
+transaction; helpers that run inside the caller's transaction take a ``Connection``.
+Never call ``transaction`` from inside ``fn``: that opens a second connection, which can
+wait on the first one's locks forever.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from datetime import datetime, timedelta
+from typing import Any, Final, Literal, TypeVar
+
+import sqlalchemy as sa
+from pymysql.constants import CLIENT
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.pool import ConnectionPoolEntry
+
+from weave_core.errors import TransactionRetriesExhaustedError
+from weave_core.schema import weave_clock as _clock
+
+T = TypeVar("T")
+
+Dialect = Literal["mysql", "sqlite"]
+
+DEFAULT_SQLITE_URL: Final = "sqlite:///weave.db"
+"""The embedded default: a SQLite file in the working directory (one engine process)."""
+
+SQLITE_BUSY_TIMEOUT_MS: Final = 5000
+
+# MariaDB/MySQL error codes the helper acts on (see the module docstring).
+ER_LOCK_DEADLOCK: Final = 1213
+ER_CHECKREAD: Final = 1020  # "Record has changed since last read" (MariaDB >= 11.6, RR)
+ER_LOCK_WAIT_TIMEOUT: Final = 1205
+CR_SERVER_GONE_ERROR: Final = 2006
+CR_SERVER_LOST: Final = 2013
+ER_SP_DOES_NOT_EXIST: Final = 1305  # SAVEPOINT ... does not exist (after a deadlock)
+
+_RERUN_CODES: Final = frozenset({ER_LOCK_DEADLOCK, ER_CHECKREAD})
+_LOST_CONNECTION_CODES: Final = frozenset({CR_SERVER_GONE_ERROR, CR_SERVER_LOST})
+
+_BACKOFF_BASE_S: Final = 0.005
+_BACKOFF_CAP_S: Final = 0.25
+
+# Execution option read by the SQLite "begin" listener: reads use a deferred BEGIN so
+# they do not take the write lock (WAL lets them run beside the one writer).
+_SQLITE_READ_OPTION: Final = "weave_sqlite_read"
+
+logger = logging.getLogger(__name__)
+
+
+def default_database_url(environ: dict[str, str] | None = None) -> str:
+    """``WEAVE_DATABASE_URL`` if set and not empty, else ``sqlite:///weave.db`` (cwd)."""
+    env = os.environ if environ is None else environ
+    return env.get("WEAVE_DATABASE_URL") or DEFAULT_SQLITE_URL
+
+
+# --- error classification ------------------------------------------------------------
+
+
+def mysql_error_code(exc: BaseException) -> int | None:
+    """The MySQL error number carried by a (wrapped) PyMySQL error, if any."""
+    orig = exc.orig if isinstance(exc, DBAPIError) else exc
+    args = getattr(orig, "args", ())
+    if args and isinstance(args[0], int):
+        return args[0]
+    return None
+
+
+def _retry_reason(exc: BaseException) -> str | None:
+    """Why ``exc`` calls for re-running the whole transaction, or None when it does not."""
+    if not isinstance(exc, DBAPIError):
+        return None
+    if isinstance(exc.orig, sqlite3.OperationalError):
+        text = str(exc.orig).lower()
+        if "database is locked" in text or "database table is locked" in text:
+            return "sqlite_busy"
+        return None
+    code = mysql_error_code(exc)
+    if code in _RERUN_CODES:
+        return f"deadlock_{code}"
+    if code == ER_LOCK_WAIT_TIMEOUT:
+        return "lock_wait_timeout_1205"
+    if code in _LOST_CONNECTION_CODES or exc.connection_invalidated:
+        return f"lost_connection_{code}"
+    return None
+
+
+def _backoff(attempt: int) -> float:
+    """Jittered exponential delay before attempt ``attempt + 1`` (seconds)."""
+    ceiling: float = min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2 ** (attempt - 1))
+    return random.uniform(ceiling / 2, ceiling)  # jitter, not security
+
+
+# --- engine factory ------------------------------------------------------------------
+
+
+def _mysql_engine(url: sa.URL, pool_size: int) -> Engine:
+    return sa.create_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_pre_ping=True,
+        pool_recycle=3600,
+        # Core ends every transaction itself, and the pool skips the rollback-on-return
+        # for a transaction Core already ended, so this costs a round trip only after an
+        # error. (COM_RESET_CONNECTION would also drop the session time zone.)
+        pool_reset_on_return="rollback",
+        # READ COMMITTED: every decision is taken on a locking read or a version-checked
+        # UPDATE (MariaDB fact 4), so REPEATABLE READ's snapshot buys nothing, while its
+        # gap and next-key locks widen every lock and multiply deadlocks.
+        isolation_level="READ COMMITTED",
+        connect_args={
+            "charset": "utf8mb4",
+            # Version-checked UPDATEs must count matched rows, not changed rows (fact 8).
+            "client_flag": CLIENT.FOUND_ROWS,
+            # Database time is UTC; DATETIME columns hold naive UTC values (fact 7).
+            "init_command": "SET time_zone = '+00:00'",
+        },
+    )
+
+
+def _sqlite_engine(url: sa.URL, pool_size: int, busy_timeout_ms: int) -> Engine:
+    memory = url.database in (None, "", ":memory:")
+    options: dict[str, Any] = {} if memory else {"pool_size": pool_size, "max_overflow": 0}
+    engine = sa.create_engine(url, **options)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
+        # pysqlite would otherwise issue its own deferred BEGIN; we emit ours (below).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            if not memory:
+                cursor.execute("PRAGMA journal_mode = WAL")
+            cursor.execute("PRAGMA synchronous = NORMAL")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        # SQLite has no row locks: a write transaction takes the database write lock at
+        # BEGIN, so two writers serialise instead of deadlocking on lock upgrade.
+        if conn.get_execution_options().get(_SQLITE_READ_OPTION):
+            conn.exec_driver_sql("BEGIN")
+        else:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+def _now_query(dialect: Dialect) -> sa.Select[Any]:
+    """Database time and the test clock offset, in one SELECT."""
+    offset = sa.func.coalesce(
+        sa.select(_clock.c.offset_us).where(_clock.c.id == 1).scalar_subquery(), 0
+    )
+    if dialect == "mysql":
+        return sa.select(sa.func.utc_timestamp(6), offset)
+    return sa.select(sa.func.strftime("%Y-%m-%d %H:%M:%f", "now"), offset)
+
+
+# --- the database --------------------------------------------------------------------
+
+
+class Database:
+    """One database: its engine, its dialect, and the only way to run transactions on it."""
+
+    def __init__(self, url: str, engine: Engine, dialect: Dialect) -> None:
+        self.url = url
+        self.engine = engine
+        self.dialect: Dialect = dialect
+        self._now_query = _now_query(dialect)
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        pool_size: int = 10,
+        sqlite_busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS,
+    ) -> Database:
+        """Build the engine for ``mysql+pymysql://``, ``mariadb+pymysql://`` or ``sqlite:///``.
+
+        ``sqlite_busy_timeout_ms``: how long a SQLite writer waits for the write lock
+        before "database is locked" (which ``transaction`` then retries).
+        """
+        parsed = make_url(url)
+        backend = parsed.get_backend_name()
+        if backend in ("mysql", "mariadb"):
+            if parsed.drivername.partition("+")[2] not in ("pymysql", ""):
+                raise ValueError(f"unsupported MySQL driver in {url!r}: use mysql+pymysql://")
+            parsed = parsed.set(drivername=f"{backend}+pymysql")
+            return cls(url, _mysql_engine(parsed, pool_size), "mysql")
+        if backend == "sqlite":
+            return cls(url, _sqlite_engine(parsed, pool_size, sqlite_busy_timeout_ms), "sqlite")
+        raise ValueError(
+            f"unsupported database URL {parsed.render_as_string(hide_password=True)!r}: "
+            "use mysql+pymysql://USER:PASSWORD@HOST:PORT/DB or sqlite:///PATH"
+        )
+
+    def dispose(self) -> None:
+        """Close every pooled connection."""
+        self.engine.dispose()
+
+    def __repr__(self) -> str:
+        return f"Database({self.engine.url.render_as_string(hide_password=True)!r})"
+
+    # --- transactions ---------------------------------------------------------------
+
+    def transaction(self, fn: Callable[[Connection], T], *, name: str, max_attempts: int = 8) -> T:
+        """Run ``fn`` in one write transaction and commit; re-run it whole when told to.
+
+        ``fn`` may run several times: it must derive everything from what it reads in
+        the transaction (never from state kept by a previous attempt), and after a lost
+        connection at COMMIT it must find its own committed work and do nothing.
+        ``name`` labels the transaction in logs and errors.
+        """
+        return self._run(fn, name=name, max_attempts=max_attempts, read_only=False)
+
+    def read(
+        self, fn: Callable[[Connection], T], *, name: str = "read", max_attempts: int = 3
+    ) -> T:
+        """Run ``fn`` in a read-only transaction (``fn`` must not write).
+
+        On SQLite this is a deferred transaction that never blocks the writer.
+        """
+        return self._run(fn, name=name, max_attempts=max_attempts, read_only=True)
+
+    def _run(
+        self, fn: Callable[[Connection], T], *, name: str, max_attempts: int, read_only: bool
+    ) -> T:
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        last: DBAPIError | None = None
+        reason = ""
+        for attempt in range(1, max_attempts + 1):
+            try:
+                return self._attempt(fn, read_only)
+            except DBAPIError as exc:
+                found = _retry_reason(exc)
+                if found is None:
+                    raise
+                last, reason = exc, found
+                if attempt < max_attempts:
+                    logger.warning(
+                        "transaction %s: %s on attempt %d/%d, re-running",
+                        name,
+                        reason,
+                        attempt,
+                        max_attempts,
+                    )
+                    time.sleep(_backoff(attempt))
+        raise TransactionRetriesExhaustedError(
+            f"transaction {name!r} failed {max_attempts} times; last failure: {reason}",
+            details={"transaction": name, "attempts": max_attempts, "reason": reason},
+        ) from last
+
+    def _attempt(self, fn: Callable[[Connection], T], read_only: bool) -> T:
+        with self.engine.connect() as conn:
+            if read_only and self.dialect == "sqlite":
+                conn = conn.execution_options(**{_SQLITE_READ_OPTION: True})
+            trans = conn.begin()
+            try:
+                result = fn(conn)
+                trans.commit()
+            except BaseException:
+                # Explicit ROLLBACK: after 1205 only the statement was rolled back and the
+                # transaction still holds its locks and earlier changes (MariaDB fact 2).
+                if trans.is_active:
+                    try:
+                        trans.rollback()
+                    except DBAPIError:
+                        conn.invalidate()  # the connection is unusable; never reuse it
+                raise
+            return result
+
+    def savepoint(self, conn: Connection) -> AbstractContextManager[None]:
+        """Same as the module-level :func:`savepoint` (kept here for discoverability)."""
+        return savepoint(conn)
+
+    # --- database time --------------------------------------------------------------
+
+    def now(self, conn: Connection) -> datetime:
+        """Database time: naive UTC with microseconds, plus the test clock offset.
+
+        One query: the offset row of ``weave_clock`` is read in the same SELECT. On
+        SQLite the resolution is a millisecond.
+        """
+        row = conn.execute(self._now_query).one()
+        raw, offset_us = row[0], int(row[1])
+        base = raw if isinstance(raw, datetime) else datetime.fromisoformat(str(raw))
+        return base + timedelta(microseconds=offset_us) if offset_us else base
+
+
+@contextmanager
+def savepoint(conn: Connection) -> Iterator[None]:
+    """A SAVEPOINT inside the caller's transaction: an exception rolls back to it.
+
+    ``ROLLBACK TO SAVEPOINT`` keeps the row locks taken after the savepoint (MariaDB
+    fact 3). After a deadlock the whole transaction is gone and so is the savepoint
+    (1305): the deadlock propagates so that :meth:`Database.transaction` re-runs the
+    whole transaction. Never catch a database error inside a savepoint and carry on.
+    """
+    nested = conn.begin_nested()
+    try:
+        yield
+    except BaseException as exc:
+        if nested.is_active:
+            try:
+                nested.rollback()
+            except DBAPIError:
+                if _retry_reason(exc) is not None:
+                    raise exc from None  # the real cause: the transaction must re-run
+                raise
+        raise
+    else:
+        nested.commit()
+
+
+def set_clock_offset(db: Database, seconds: float) -> None:
+    """Move database time by ``seconds`` from now on, for every connection (tests only).
+
+    :meth:`Database.now` adds the offset; set it back to 0 when done.
+    """
+    offset_us = round(seconds * 1_000_000)
+
+    def _set(conn: Connection) -> None:
+        updated = conn.execute(
+            sa.update(_clock).where(_clock.c.id == 1).values(offset_us=offset_us)
+        ).rowcount
+        if updated == 0:
+            conn.execute(sa.insert(_clock).values(id=1, offset_us=offset_us))
+
+    db.transaction(_set, name="set_clock_offset")
+
+
+__all__ = [
+    "DEFAULT_SQLITE_URL",
+    "Database",
+    "Dialect",
+    "default_database_url",
+    "mysql_error_code",
+    "savepoint",
+    "set_clock_offset",
+]

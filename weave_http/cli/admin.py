@@ -1,0 +1,126 @@
+"""Administrative commands: ``weave migrate``, ``weave namespace``, ``weave token``.
+
+Each talks to the database directly (``--database-url``, default ``WEAVE_DATABASE_URL``,
+else ``sqlite:///weave.db``). ``weave token create`` prints the token alone on the last
+line of stdout, so scripts can take it with ``| tail -n 1``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from weave_core.db import Database, default_database_url
+from weave_core.identity import Permission, create_namespace, create_token, revoke_token
+from weave_core.migrate import current_revision, head_revision, prepare_database, upgrade
+
+
+def _add_database_url(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--database-url",
+        default=None,
+        metavar="URL",
+        help="database URL (default: $WEAVE_DATABASE_URL, else sqlite:///weave.db)",
+    )
+
+
+def _url(args: argparse.Namespace) -> str:
+    url: str | None = args.database_url
+    return url or default_database_url()
+
+
+def _open(args: argparse.Namespace) -> Database:
+    db = Database.from_url(_url(args), pool_size=1)
+    try:
+        prepare_database(db)
+    except BaseException:
+        db.dispose()
+        raise
+    return db
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    url = _url(args)
+    before = current_revision(url)
+    upgrade(url)
+    head = head_revision()
+    if before == head:
+        print(f"database already at revision {head}")
+    else:
+        print(f"database migrated from {before or 'empty'} to {head}")
+    return 0
+
+
+def _namespace_create(args: argparse.Namespace) -> int:
+    db = _open(args)
+    try:
+        create_namespace(db, args.namespace)
+    finally:
+        db.dispose()
+    print(f"namespace {args.namespace} created")
+    return 0
+
+
+def _token_create(args: argparse.Namespace) -> int:
+    db = _open(args)
+    try:
+        token = create_token(db, args.namespace, args.permission, args.description)
+    finally:
+        db.dispose()
+    print(
+        f"token for namespace {args.namespace} "
+        f"({', '.join(sorted(set(args.permission)))}); it is shown only once:"
+    )
+    print(token)
+    return 0
+
+
+def _token_revoke(args: argparse.Namespace) -> int:
+    db = _open(args)
+    try:
+        revoke_token(db, args.token_id)
+    finally:
+        db.dispose()
+    print(f"token {args.token_id} revoked")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Add ``migrate``, ``namespace`` and ``token`` to the ``weave`` command."""
+    migrate = subparsers.add_parser(
+        "migrate", help="apply database migrations", description="Apply every migration."
+    )
+    _add_database_url(migrate)
+    migrate.set_defaults(func=_migrate)
+
+    namespace = subparsers.add_parser("namespace", help="manage namespaces")
+    ns_commands = namespace.add_subparsers(dest="namespace_command", metavar="COMMAND")
+    ns_commands.required = True
+    ns_create = ns_commands.add_parser("create", help="create a namespace")
+    ns_create.add_argument("namespace", metavar="NS")
+    _add_database_url(ns_create)
+    ns_create.set_defaults(func=_namespace_create)
+
+    token = subparsers.add_parser("token", help="manage API tokens")
+    token_commands = token.add_subparsers(dest="token_command", metavar="COMMAND")
+    token_commands.required = True
+    t_create = token_commands.add_parser(
+        "create", help="create a token (printed alone on the last line of stdout)"
+    )
+    t_create.add_argument("--namespace", required=True, metavar="NS")
+    t_create.add_argument(
+        "--permission",
+        required=True,
+        action="append",
+        choices=[p.value for p in Permission],
+        metavar="P",
+        help="a permission, repeatable: " + ", ".join(p.value for p in Permission),
+    )
+    t_create.add_argument("--description", default=None, metavar="D")
+    _add_database_url(t_create)
+    t_create.set_defaults(func=_token_create)
+
+    t_revoke = token_commands.add_parser("revoke", help="revoke a token by its id")
+    t_revoke.add_argument("token_id", metavar="TOKEN_ID")
+    _add_database_url(t_revoke)
+    t_revoke.set_defaults(func=_token_revoke)
