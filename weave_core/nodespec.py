@@ -75,6 +75,14 @@ class CheckContext(Protocol):
         """The engine's limit called ``name`` (see ``weave_core.limits``)."""
         ...
 
+    def schema_of(self, template: JSON) -> JsonSchema | None:
+        """The declared JSON Schema of a literal or a reference (``None`` when unknown).
+
+        For a reference: the producer's output schema (or the input schema) followed along
+        the reference's path. Kinds use it for type checks, e.g. exhaustive branch cases.
+        """
+        ...
+
 
 BlockPolicy = Literal["none", "all", "one"]
 """How many child blocks run: leaf kinds ``none``; ``all`` (parallel); exactly ``one`` (branch)."""
