@@ -39,11 +39,39 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _parse_number(text: str) -> Decimal:
+    if len(text) > MAX_NUMBER_DIGITS:
+        raise InvalidJsonError(
+            f"a number has more than {MAX_NUMBER_DIGITS} digits",
+            details={"max_digits": MAX_NUMBER_DIGITS},
+        )
     try:
         value = Decimal(text)
     except InvalidOperation as exc:  # the JSON grammar already excludes this; kept for safety
         raise InvalidJsonError(f"bad number {text!r}") from exc
     return value
+
+
+MAX_NUMBER_DIGITS = 4300
+"""Longest number literal accepted (Python's own int/str conversion limit)."""
+
+
+def _parse_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_NUMBER_DIGITS:
+        raise InvalidJsonError(
+            f"a number has more than {MAX_NUMBER_DIGITS} digits",
+            details={"max_digits": MAX_NUMBER_DIGITS},
+        )
+    return int(text)
+
+
+def _check_text(text: str) -> None:
+    """Refuse strings that cannot be written as UTF-8 (escaped lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidJsonError(
+            "a string contains an unpaired surrogate escape (not valid Unicode)"
+        ) from exc
 
 
 def depth(value: JSON) -> int:
@@ -86,7 +114,7 @@ def loads(
         value = json.loads(
             text,
             parse_float=_parse_number,
-            parse_int=int,
+            parse_int=_parse_int,
             parse_constant=_reject_constant,
             object_pairs_hook=_no_duplicates,
         )
@@ -103,7 +131,23 @@ def loads(
         raise JsonTooDeepError(
             f"JSON nests deeper than {max_depth} levels", details={"max_depth": max_depth}
         )
+    if "\\u" in text:  # only escapes can produce an unpaired surrogate
+        _check_strings(value)
     return value
+
+
+def _check_strings(value: JSON) -> None:
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            _check_text(item)
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                _check_text(key)
+                stack.append(child)
+        elif isinstance(item, list):
+            stack.extend(item)
 
 
 _PLAIN_EXPONENT_LIMIT = 64

@@ -1,0 +1,33 @@
+"""The Starlette application factory: ``create_app(engine)``.
+
+The app holds no state of its own besides the engine it is given (no globals): any number
+of apps, each on its own engine, can run side by side in one process, and the caller owns
+the engine's lifetime (``weave serve`` closes it when the server stops).
+
+Layers, outermost first: ``InternalErrorMiddleware`` (an unexpected exception becomes a
+logged 500 ``internal_error``) → Starlette's exception middleware with the one error
+mapping of ``weave_http.problems`` → the router built from the route table.
+"""
+
+from __future__ import annotations
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+
+from weave_core.engine import Engine
+from weave_http.problems import EXCEPTION_HANDLERS, InternalErrorMiddleware
+from weave_http.routes import all_api_routes, starlette_routes
+
+
+def create_app(engine: Engine) -> Starlette:
+    """The Weave API application serving ``engine``."""
+    app = Starlette(
+        routes=starlette_routes(all_api_routes(), engine),
+        middleware=[Middleware(InternalErrorMiddleware)],
+        exception_handlers=dict(EXCEPTION_HANDLERS),
+    )
+    app.state.engine = engine
+    return app
+
+
+__all__ = ["create_app"]

@@ -1,0 +1,126 @@
+"""``weave serve``: run the API server (uvicorn, one process) on one engine.
+
+Before listening it makes sure the database schema is current: SQLite (the embedded
+default) is migrated automatically; MySQL/MariaDB is refused with
+``error[database_not_migrated]`` unless ``--migrate`` is given, so that a production
+schema only changes by an explicit act. It then prints one line saying where it listens
+(the real port, also with ``--port 0``) and serves until SIGINT/SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import socket
+import sys
+from typing import Any
+
+import uvicorn
+from sqlalchemy.engine import make_url
+
+from weave_core.db import default_database_url
+from weave_core.engine import Engine
+from weave_core.errors import DatabaseNotMigratedError
+from weave_core.limits import Limits
+from weave_core.migrate import ensure_current, upgrade
+from weave_http.app import create_app
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8080
+
+
+def register(subparsers: Any) -> None:
+    """Add ``weave serve`` to the ``weave`` command."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "serve",
+        help="run the HTTP API server",
+        description="Run the Weave HTTP API server (one process). SQLite databases are "
+        "migrated automatically; a MySQL/MariaDB database must be current or --migrate "
+        "must be given.",
+    )
+    parser.add_argument("--host", default=DEFAULT_HOST, help=f"address (default {DEFAULT_HOST})")
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT,
+        help=f"TCP port (default {DEFAULT_PORT}; 0 picks a free one)",
+    )
+    parser.add_argument(
+        "--database-url",
+        default=None,
+        help="SQLAlchemy URL (default: $WEAVE_DATABASE_URL, else sqlite:///weave.db)",
+    )
+    parser.add_argument(
+        "--migrate",
+        action="store_true",
+        help="apply pending migrations first (always done on SQLite)",
+    )
+    parser.add_argument("--node-id", default=None, help="this node's id (default: host-pid-random)")
+    parser.add_argument(
+        "--log-level",
+        default="info",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="server log level (default info)",
+    )
+    parser.set_defaults(func=run)
+
+
+def _display_url(url: str) -> str:
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def run(args: argparse.Namespace) -> int:
+    url: str = args.database_url or default_database_url()
+    is_sqlite = make_url(url).get_backend_name() == "sqlite"
+    if is_sqlite or args.migrate:
+        upgrade(url)
+    engine = Engine.open(url, limits=Limits.from_env(), node_id=args.node_id)
+    try:
+        try:
+            ensure_current(engine.db)
+        except DatabaseNotMigratedError as exc:
+            raise DatabaseNotMigratedError(
+                f"{exc.message} (or start the server with 'weave serve --migrate')",
+                details=exc.details,
+            ) from exc
+        try:
+            sock = _bind(args.host, args.port)
+        except OSError as exc:
+            print(f"error[address_unavailable]: cannot listen on {args.host}:{args.port}: "
+                  f"{exc.strerror}", file=sys.stderr)
+            return 1
+        host, port = sock.getsockname()[:2]
+        shown_host = f"[{host}]" if ":" in host else host
+        print(
+            f"weave serve: listening on http://{shown_host}:{port} "
+            f"(database {_display_url(url)}, node {engine.node_id})",
+            flush=True,
+        )
+        logging.basicConfig(level=args.log_level.upper())
+        config = uvicorn.Config(
+            create_app(engine),
+            log_level=args.log_level,
+            lifespan="on",
+            server_header=False,
+            proxy_headers=False,
+        )
+        server = uvicorn.Server(config)
+        server.run(sockets=[sock])
+    finally:
+        engine.close()
+    return 0
+
+
+__all__ = ["register", "run"]
