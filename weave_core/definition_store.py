@@ -234,6 +234,37 @@ def list_definitions(db: Database, namespace: str) -> list[DefinitionRecord]:
     return [_record(row) for row in rows]
 
 
+@dataclass(frozen=True)
+class DefinitionCount:
+    """One definition of a namespace: its latest version and how many versions exist."""
+
+    definition_id: str
+    latest_version: str
+    versions: int
+
+
+def count_definitions(db: Database, namespace: str) -> list[DefinitionCount]:
+    """Every definition of ``namespace`` with its latest version and version count (1 query)."""
+    t = weave_definitions
+    latest = (
+        sa.select(
+            t.c.definition_id,
+            sa.func.max(t.c.seq).label("seq"),
+            sa.func.count().label("versions"),
+        )
+        .where(t.c.namespace == namespace)
+        .group_by(t.c.definition_id)
+        .subquery()
+    )
+    stmt = (
+        sa.select(t.c.definition_id, t.c.version, latest.c.versions)
+        .join(latest, t.c.seq == latest.c.seq)
+        .order_by(t.c.definition_id)
+    )
+    rows = db.read(lambda conn: conn.execute(stmt).all(), name="count_definitions")
+    return [DefinitionCount(r.definition_id, r.version, int(r.versions)) for r in rows]
+
+
 def list_versions(db: Database, namespace: str, definition_id: str) -> list[DefinitionRecord]:
     """Every version of one definition, oldest first; ``NotFoundError`` if there is none."""
     t = weave_definitions
@@ -255,8 +286,10 @@ def list_versions(db: Database, namespace: str, definition_id: str) -> list[Defi
 __all__ = [
     "AUDIT_ACTION",
     "LATEST",
+    "DefinitionCount",
     "DefinitionRecord",
     "PublishResult",
+    "count_definitions",
     "get_definition",
     "list_definitions",
     "list_versions",

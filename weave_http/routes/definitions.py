@@ -11,8 +11,8 @@ from starlette.responses import Response
 
 from weave_core.db import Database
 from weave_core.definition_store import (
+    count_definitions,
     get_definition,
-    list_definitions,
     list_versions,
     publish_definition,
 )
@@ -57,14 +57,11 @@ async def publish(request: Request, ctx: Context) -> Response:
 
 
 def _summaries(db: Database, namespace: str) -> list[DefinitionSummary]:
-    # TODO(definition_store): one query with version counts instead of one per definition.
     return [
         DefinitionSummary(
-            definition_id=latest.definition_id,
-            latest_version=latest.version,
-            versions=len(list_versions(db, namespace, latest.definition_id)),
+            definition_id=c.definition_id, latest_version=c.latest_version, versions=c.versions
         )
-        for latest in list_definitions(db, namespace)
+        for c in count_definitions(db, namespace)
     ]
 
 
