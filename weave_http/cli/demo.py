@@ -1,0 +1,29 @@
+"""``weave demo``: the main job on the embedded default, end to end through the SDK."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    parser = subparsers.add_parser(
+        "demo",
+        help="run the end-to-end demo on a throw-away SQLite database",
+        description=(
+            "Start a server on a fresh SQLite file, then publish, re-publish, read back and "
+            "break a workflow definition through the SDK, printing each step."
+        ),
+    )
+    parser.add_argument(
+        "--database-url",
+        default=None,
+        help="use this database instead of a throw-away SQLite file",
+    )
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from weave_http.demo import run_demo
+
+    return run_demo(args.database_url)
