@@ -15,6 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pymysql
 import pytest
 
+from tests.live_server import weave_server, weave_server_process  # noqa: F401  shared fixtures
 from weave_core.db import Database
 from weave_core.migrate import upgrade
 

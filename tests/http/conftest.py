@@ -3,33 +3,18 @@
 ``weave_server`` starts a REAL server (``weave serve`` → uvicorn, in a subprocess, on
 127.0.0.1 and a free port) against the session MariaDB database once per session, and for
 each test creates a fresh namespace with an admin token. It yields a ``LiveServer`` that
-unpacks as ``(base_url, admin_token, namespace)``; other test packages use it with
-``from tests.http.conftest import weave_server, weave_server_process  # noqa: F401``.
+unpacks as ``(base_url, admin_token, namespace)``; the fixtures live in
+``tests/live_server.py`` and are shared through ``tests/conftest.py``.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import secrets
-import subprocess
-import sys
-import threading
-import time
-import warnings
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
-import httpx
 import pytest
-from starlette.exceptions import StarletteDeprecationWarning
-
-with warnings.catch_warnings():
-    # Starlette 1.x prefers httpx2 for its TestClient and warns at import time; the project
-    # pins httpx (the SDK's client), which the TestClient still supports.
-    warnings.simplefilter("ignore", StarletteDeprecationWarning)
-    from starlette.testclient import TestClient
+from starlette.testclient import TestClient
 
 from weave_core.db import Database
 from weave_core.engine import Engine
@@ -104,115 +89,4 @@ def mysql_tenant(mysql_db: Database) -> Tenant:
     return new_tenant(mysql_db)
 
 
-# --- a real server -------------------------------------------------------------------
 
-
-def weave_command(*args: str) -> list[str]:
-    """The ``weave`` console script of this environment (falls back to the module)."""
-    script = Path(sys.executable).with_name("weave")
-    if script.exists():
-        return [str(script), *args]
-    return [sys.executable, "-c", "import sys; from weave_http.cli import main; "
-            "sys.exit(main())", *args]
-
-
-@dataclass
-class ServerProcess:
-    process: subprocess.Popen[str]
-    base_url: str
-    database_url: str
-    output: list[str]
-    reader: threading.Thread
-
-    def stop(self) -> None:
-        """SIGTERM (a graceful stop), then SIGKILL after 10 s; releases the pipe."""
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
-        self.reader.join(timeout=10)
-        if self.process.stdout is not None:
-            self.process.stdout.close()
-
-
-def start_server(
-    database_url: str, *extra: str, env: dict[str, str] | None = None
-) -> ServerProcess:
-    """Run ``weave serve --port 0`` and wait until it listens and answers /v1/health."""
-    process = subprocess.Popen(
-        weave_command("serve", "--host", "127.0.0.1", "--port", "0",
-                      "--database-url", database_url, "--log-level", "warning", *extra),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, **(env or {})},
-    )
-    assert process.stdout is not None
-    output: list[str] = []
-    found: list[str] = []
-    ready = threading.Event()
-
-    def pump() -> None:  # keeps reading so the server never blocks on a full pipe
-        assert process.stdout is not None
-        for line in process.stdout:
-            output.append(line)
-            match = _LISTEN_LINE.search(line)
-            if match and not found:
-                found.append(match.group(1))
-                ready.set()
-        ready.set()
-
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
-    if not ready.wait(SERVER_START_TIMEOUT_S) or not found:
-        ServerProcess(process, "", database_url, output, reader).stop()
-        raise RuntimeError("weave serve did not start:\n" + "".join(output))
-    server = ServerProcess(process, found[0], database_url, output, reader)
-    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-    while True:
-        try:
-            if httpx.get(f"{server.base_url}/v1/health", timeout=2).status_code == 200:
-                return server
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline or process.poll() is not None:
-            server.stop()
-            raise RuntimeError("weave serve is not healthy:\n" + "".join(output))
-        time.sleep(0.05)
-
-
-@pytest.fixture(scope="session")
-def weave_server_process(mysql_url: str) -> Iterator[ServerProcess]:
-    """One real ``weave serve`` on the session MariaDB database for the whole session."""
-    server = start_server(mysql_url)
-    yield server
-    server.stop()
-
-
-@dataclass(frozen=True)
-class LiveServer:
-    """A running server and a fresh namespace; unpacks as (base_url, token, namespace)."""
-
-    base_url: str
-    token: str
-    namespace: str
-    db: Database
-
-    def __iter__(self) -> Iterator[str]:
-        return iter((self.base_url, self.token, self.namespace))
-
-    def token_with(self, *permissions: Permission | str) -> str:
-        """Another token of this namespace with exactly ``permissions``."""
-        return create_token(self.db, self.namespace, list(permissions))
-
-
-@pytest.fixture
-def weave_server(weave_server_process: ServerProcess, mysql_db: Database) -> LiveServer:
-    """(base_url, admin token, namespace) of a real server, with a namespace of this test."""
-    namespace = f"ns-{secrets.token_hex(6)}"
-    create_namespace(mysql_db, namespace)
-    token = create_token(mysql_db, namespace, [Permission.ADMIN])
-    return LiveServer(weave_server_process.base_url, token, namespace, mysql_db)

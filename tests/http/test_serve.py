@@ -13,8 +13,8 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from tests.http.conftest import LiveServer, ServerProcess, start_server, weave_command
 from tests.http.helpers import JSON_HEADERS, assert_problem, body, definition
+from tests.live_server import LiveServer, ServerProcess, start_server, weave_command
 from weave_core.db import Database
 from weave_core.exactjson import loads
 from weave_core.identity import Permission, create_namespace, create_token

@@ -1,0 +1,133 @@
+"""``weave publish TARGET``: publish one definition version through the SDK client.
+
+TARGET is a ``.json`` file (read with exact numbers) or ``module:attribute`` naming a
+``weave_sdk.Workflow`` or a definition dict (the current directory is importable, as with
+uvicorn). Prints ``created`` or ``unchanged``; a conflict, a refused definition or any
+other SDK error prints ``error[<code>]: <detail>`` on stderr and exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+from weave_sdk import (
+    Client,
+    DefinitionFormatError,
+    JSONDecodeError,
+    ValidationError,
+    WeaveAPIError,
+    WeaveSDKError,
+    Workflow,
+    loads,
+)
+
+
+class TargetError(Exception):
+    """TARGET cannot be loaded; the message says why."""
+
+
+def load_target(target: str) -> Workflow | dict[str, Any]:
+    """Read TARGET: a JSON file path, or ``module:attribute`` (dotted attribute allowed)."""
+    path = Path(target)
+    if target.endswith(".json") or path.is_file():
+        try:
+            document = loads(path.read_bytes())
+        except OSError as exc:
+            raise TargetError(f"cannot read {target}: {exc.strerror or exc}") from exc
+        except JSONDecodeError as exc:
+            raise TargetError(f"{target}: {exc}") from exc
+        if not isinstance(document, dict):
+            raise TargetError(f"{target}: a definition is a JSON object")
+        return document
+    module_name, sep, attribute = target.partition(":")
+    if not sep or not module_name or not attribute:
+        raise TargetError(f"{target!r} is neither a .json file nor module:attribute")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        value: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise TargetError(f"cannot import {module_name!r}: {exc}") from exc
+    for name in attribute.split("."):
+        try:
+            value = getattr(value, name)
+        except AttributeError as exc:
+            raise TargetError(f"{module_name!r} has no attribute {attribute!r}") from exc
+    if isinstance(value, Workflow):
+        return value
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TargetError(f"{target} is a {type(value).__name__}, not a Workflow or a dict")
+
+
+def publish_target(
+    target: str, client: Client, *, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    """Publish TARGET with ``client``, print the outcome; return the exit code."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        definition = load_target(target)
+        result = client.publish(definition)
+    except TargetError as exc:
+        print(f"error[bad_target]: {exc}", file=err)
+        return 1
+    except ValidationError as exc:
+        print(f"error[{exc.code}]: {exc.detail}", file=err)
+        for problem in exc.problems:
+            print(f"  {problem.path}: {problem.code}: {problem.message}", file=err)
+        return 1
+    except WeaveAPIError as exc:
+        print(f"error[{exc.code}]: {exc.detail}", file=err)
+        return 1
+    except (DefinitionFormatError, TypeError, ValueError) as exc:
+        print(f"error[bad_definition]: {exc}", file=err)
+        return 1
+    except WeaveSDKError as exc:
+        print(f"error[sdk_error]: {exc}", file=err)
+        return 1
+    outcome = "created" if result.created else "unchanged"
+    print(
+        f"{outcome}: {result.definition_id} version {result.version} "
+        f"(content {result.content_hash[:12]})",
+        file=out,
+    )
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        client = Client(args.url, args.token, args.namespace)
+    except WeaveSDKError as exc:
+        print(f"error[bad_configuration]: {exc}", file=sys.stderr)
+        return 1
+    with client:
+        return publish_target(args.target, client)
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``weave publish``."""
+    parser = subparsers.add_parser(
+        "publish",
+        help="publish a definition version",
+        description=(
+            "Publish a definition: TARGET is a .json file or module:attribute naming a "
+            "weave_sdk.Workflow or a dict. Exit 0 when created or unchanged, 1 on error."
+        ),
+    )
+    parser.add_argument("target", metavar="TARGET", help="FILE.json or module:attribute")
+    parser.add_argument("--url", default=None, help="server URL (default $WEAVE_URL)")
+    parser.add_argument("--token", default=None, help="API token (default $WEAVE_TOKEN)")
+    parser.add_argument(
+        "--namespace", default=None, help="namespace (default $WEAVE_NAMESPACE)"
+    )
+    parser.set_defaults(func=_run)
+
+
+__all__ = ["TargetError", "load_target", "publish_target", "register"]

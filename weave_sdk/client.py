@@ -1,0 +1,437 @@
+"""HTTP clients of the Weave API: ``Client`` (blocking) and ``AsyncClient`` (asyncio).
+
+Both speak to the same routes (DESIGN.md §10) and share how requests are built and
+answers are read: each method describes one call (``_Call``), and the two classes only
+differ in how they send it. Bodies go out as exact JSON (``Decimal`` never becomes a
+float) and come back parsed exactly (``int``/``Decimal``; NaN and duplicate keys refused).
+Error answers (``application/problem+json``) raise ``WeaveAPIError`` subclasses.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote
+
+import httpx
+import pydantic
+
+from weave_sdk._json import JSONDecodeError, dumps, loads
+from weave_sdk._version import __version__
+from weave_sdk.definition import Workflow
+from weave_sdk.errors import (
+    AuthenticationError,
+    BadRequestError,
+    ConfigurationError,
+    ConflictError,
+    InvalidResponseError,
+    NotFoundError,
+    PermissionDeniedError,
+    Problem,
+    RateLimitedError,
+    ServerError,
+    ValidationError,
+    WeaveAPIError,
+    WeaveConnectionError,
+)
+from weave_sdk.models import (
+    DefinitionSummary,
+    DefinitionVersion,
+    Health,
+    PublishResult,
+    VersionSummary,
+)
+
+DEFAULT_TIMEOUT = 30.0
+"""Seconds to wait for connecting, sending and each read, unless ``timeout=`` says otherwise."""
+
+ENV_URL = "WEAVE_URL"
+ENV_TOKEN = "WEAVE_TOKEN"
+ENV_NAMESPACE = "WEAVE_NAMESPACE"
+
+T = TypeVar("T")
+M = TypeVar("M", bound=pydantic.BaseModel)
+
+
+# --- reading answers -----------------------------------------------------------------
+
+
+def _json_body(response: httpx.Response) -> Any:
+    try:
+        return loads(response.content)
+    except JSONDecodeError as exc:
+        raise InvalidResponseError(
+            f"{response.request.method} {response.request.url.path}: answer is not exact "
+            f"JSON: {exc}",
+            status=response.status_code,
+            body=response.content,
+        ) from exc
+
+
+def _retry_after(response: httpx.Response) -> int | None:
+    value = response.headers.get("retry-after", "")
+    return int(value) if value.isdigit() else None
+
+
+def _problems(raw: Any) -> list[Problem]:
+    problems: list[Problem] = []
+    if isinstance(raw, list):
+        for item in raw:
+            if isinstance(item, Mapping) and all(
+                isinstance(item.get(k), str) for k in ("path", "code", "message")
+            ):
+                problems.append(Problem(item["path"], item["code"], item["message"]))
+    return problems
+
+
+def api_error(response: httpx.Response) -> WeaveAPIError:
+    """The typed error for an error answer (problem+json, or anything else the server sent)."""
+    status = response.status_code
+    try:
+        body = loads(response.content) if response.content else {}
+    except JSONDecodeError:
+        body = {}
+    problem: dict[str, Any] = dict(body) if isinstance(body, Mapping) else {}
+    code = problem.get("code")
+    if not isinstance(code, str):
+        code = f"http_{status}"
+    detail = problem.get("detail")
+    if not isinstance(detail, str):
+        title = problem.get("title")
+        detail = title if isinstance(title, str) else (response.reason_phrase or f"HTTP {status}")
+    if status == 422:
+        return ValidationError(status, code, detail, problem, _problems(problem.get("problems")))
+    if status == 429:
+        return RateLimitedError(status, code, detail, problem, _retry_after(response))
+    by_status: dict[int, type[WeaveAPIError]] = {
+        400: BadRequestError,
+        401: AuthenticationError,
+        403: PermissionDeniedError,
+        404: NotFoundError,
+        409: ConflictError,
+        413: BadRequestError,
+        415: BadRequestError,
+    }
+    cls = by_status.get(status, ServerError if status >= 500 else WeaveAPIError)
+    return cls(status, code, detail, problem)
+
+
+def _model(model: type[M], data: Any, response: httpx.Response) -> M:
+    try:
+        return model.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise InvalidResponseError(
+            f"{response.request.url.path}: unexpected answer shape for {model.__name__}: {exc}",
+            status=response.status_code,
+            body=response.content,
+        ) from exc
+
+
+def _expect(response: httpx.Response, *statuses: int) -> Any:
+    if response.status_code not in statuses:
+        raise api_error(response)
+    return _json_body(response)
+
+
+def _items(response: httpx.Response, model: type[M]) -> list[M]:
+    body = _expect(response, 200)
+    items = body.get("items") if isinstance(body, Mapping) else None
+    if not isinstance(items, list):
+        raise InvalidResponseError(
+            f"{response.request.url.path}: expected an object with 'items'",
+            status=response.status_code,
+            body=response.content,
+        )
+    return [_model(model, item, response) for item in items]
+
+
+def _publish_result(response: httpx.Response) -> PublishResult:
+    return _model(PublishResult, _expect(response, 200, 201), response)
+
+
+def _definition_version(response: httpx.Response) -> DefinitionVersion:
+    return _model(DefinitionVersion, _expect(response, 200), response)
+
+
+def _definitions(response: httpx.Response) -> list[DefinitionSummary]:
+    return _items(response, DefinitionSummary)
+
+
+def _versions(response: httpx.Response) -> list[VersionSummary]:
+    return _items(response, VersionSummary)
+
+
+def _health(response: httpx.Response) -> Health:
+    if response.status_code not in (200, 503):
+        raise api_error(response)
+    try:
+        body = loads(response.content) if response.content else {}
+    except JSONDecodeError:
+        body = {}
+    return Health(
+        ok=response.status_code == 200,
+        status_code=response.status_code,
+        body=dict(body) if isinstance(body, Mapping) else {},
+    )
+
+
+# --- describing calls ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Call(Generic[T]):
+    """One HTTP call: what to send and how to read the answer."""
+
+    method: str
+    path: str
+    read: Callable[[httpx.Response], T]
+    content: bytes | None = None
+
+
+def _segment(value: str, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{what} must be a non-empty string")
+    return quote(value, safe="")
+
+
+def _document(definition: Workflow | Mapping[str, Any]) -> bytes:
+    if isinstance(definition, Workflow):
+        document: Any = definition.to_json()
+    elif isinstance(definition, Mapping):
+        document = definition
+    else:
+        raise TypeError("publish() takes a Workflow or a definition document (dict)")
+    return dumps(document).encode("utf-8")
+
+
+class _Settings:
+    """Connection settings resolved from arguments, then ``WEAVE_*`` environment variables."""
+
+    def __init__(self, base_url: str | None, token: str | None, namespace: str | None) -> None:
+        url = base_url or os.environ.get(ENV_URL)
+        if not url:
+            raise ConfigurationError(f"no server URL: pass base_url= or set {ENV_URL}")
+        if not url.startswith(("http://", "https://")):
+            raise ConfigurationError(f"server URL {url!r} must start with http:// or https://")
+        self.base_url = url.rstrip("/")
+        self.token = token or os.environ.get(ENV_TOKEN) or None
+        self.namespace = namespace or os.environ.get(ENV_NAMESPACE) or None
+
+    def headers(self) -> dict[str, str]:
+        headers = {"accept": "application/json", "user-agent": f"weave-sdk/{__version__}"}
+        if self.token:
+            headers["authorization"] = f"Bearer {self.token}"
+        return headers
+
+    def ns_path(self, rest: str) -> str:
+        if not self.namespace:
+            raise ConfigurationError(f"no namespace: pass namespace= or set {ENV_NAMESPACE}")
+        return f"/v1/namespaces/{_segment(self.namespace, 'namespace')}{rest}"
+
+    # the calls
+
+    def publish(self, definition: Workflow | Mapping[str, Any]) -> _Call[PublishResult]:
+        return _Call("POST", self.ns_path("/definitions"), _publish_result, _document(definition))
+
+    def get_definition(self, definition_id: str, version: str) -> _Call[DefinitionVersion]:
+        rest = (
+            f"/definitions/{_segment(definition_id, 'definition_id')}"
+            f"/versions/{_segment(version, 'version')}"
+        )
+        return _Call("GET", self.ns_path(rest), _definition_version)
+
+    def list_definitions(self) -> _Call[list[DefinitionSummary]]:
+        return _Call("GET", self.ns_path("/definitions"), _definitions)
+
+    def list_versions(self, definition_id: str) -> _Call[list[VersionSummary]]:
+        rest = f"/definitions/{_segment(definition_id, 'definition_id')}"
+        return _Call("GET", self.ns_path(rest), _versions)
+
+    def health(self) -> _Call[Health]:
+        return _Call("GET", "/v1/health", _health)
+
+
+def _request_headers(call: _Call[Any]) -> dict[str, str]:
+    return {"content-type": "application/json"} if call.content is not None else {}
+
+
+# --- the clients ---------------------------------------------------------------------
+
+
+class Client:
+    """Blocking client of the Weave API.
+
+    :param base_url: server URL, e.g. ``http://127.0.0.1:8000``; default ``$WEAVE_URL``.
+    :param token: bearer token; default ``$WEAVE_TOKEN`` (``None``: send no token).
+    :param namespace: namespace of every namespaced call; default ``$WEAVE_NAMESPACE``.
+    :param timeout: seconds (or an ``httpx.Timeout``) for connect, write and each read.
+    :param transport: an httpx transport to use instead of the network (tests, proxies).
+
+    Use it as a context manager, or call ``close()``, to release connections.
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        token: str | None = None,
+        namespace: str | None = None,
+        *,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._settings = _Settings(base_url, token, namespace)
+        self._http = httpx.Client(
+            base_url=self._settings.base_url,
+            headers=self._settings.headers(),
+            timeout=timeout,
+            transport=transport,
+        )
+
+    @property
+    def base_url(self) -> str:
+        return self._settings.base_url
+
+    @property
+    def namespace(self) -> str | None:
+        return self._settings.namespace
+
+    def _run(self, call: _Call[T]) -> T:
+        try:
+            response = self._http.request(
+                call.method, call.path, content=call.content, headers=_request_headers(call)
+            )
+        except httpx.TransportError as exc:
+            raise WeaveConnectionError(
+                f"{call.method} {self.base_url}{call.path} failed: {exc!r}"
+            ) from exc
+        return call.read(response)
+
+    def publish(self, definition: Workflow | Mapping[str, Any]) -> PublishResult:
+        """Publish a definition version (``POST .../definitions``).
+
+        Returns ``created=True`` for a new version, ``created=False`` when identical content
+        is already published. Raises ``ConflictError`` when the version exists with other
+        content, ``ValidationError`` (with ``.problems``) when the server refuses it.
+        """
+        return self._run(self._settings.publish(definition))
+
+    def get_definition(self, definition_id: str, version: str = "latest") -> DefinitionVersion:
+        """One published version with its document; ``"latest"`` is the newest version."""
+        return self._run(self._settings.get_definition(definition_id, version))
+
+    def list_definitions(self) -> list[DefinitionSummary]:
+        """Every definition of the namespace, with its latest version and version count."""
+        return self._run(self._settings.list_definitions())
+
+    def list_versions(self, definition_id: str) -> list[VersionSummary]:
+        """Every published version of a definition."""
+        return self._run(self._settings.list_versions(definition_id))
+
+    def health(self) -> Health:
+        """Liveness and database reachability (needs no token)."""
+        return self._run(self._settings.health())
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class AsyncClient:
+    """Asyncio client of the Weave API; the same methods as ``Client``, awaited.
+
+    :param base_url: server URL; default ``$WEAVE_URL``.
+    :param token: bearer token; default ``$WEAVE_TOKEN``.
+    :param namespace: namespace; default ``$WEAVE_NAMESPACE``.
+    :param timeout: seconds (or an ``httpx.Timeout``).
+    :param transport: an httpx async transport to use instead of the network.
+
+    Use it as an async context manager, or await ``aclose()``.
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        token: str | None = None,
+        namespace: str | None = None,
+        *,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._settings = _Settings(base_url, token, namespace)
+        self._http = httpx.AsyncClient(
+            base_url=self._settings.base_url,
+            headers=self._settings.headers(),
+            timeout=timeout,
+            transport=transport,
+        )
+
+    @property
+    def base_url(self) -> str:
+        return self._settings.base_url
+
+    @property
+    def namespace(self) -> str | None:
+        return self._settings.namespace
+
+    async def _run(self, call: _Call[T]) -> T:
+        try:
+            response = await self._http.request(
+                call.method, call.path, content=call.content, headers=_request_headers(call)
+            )
+        except httpx.TransportError as exc:
+            raise WeaveConnectionError(
+                f"{call.method} {self.base_url}{call.path} failed: {exc!r}"
+            ) from exc
+        return call.read(response)
+
+    async def publish(self, definition: Workflow | Mapping[str, Any]) -> PublishResult:
+        """See ``Client.publish``."""
+        return await self._run(self._settings.publish(definition))
+
+    async def get_definition(
+        self, definition_id: str, version: str = "latest"
+    ) -> DefinitionVersion:
+        """See ``Client.get_definition``."""
+        return await self._run(self._settings.get_definition(definition_id, version))
+
+    async def list_definitions(self) -> list[DefinitionSummary]:
+        """See ``Client.list_definitions``."""
+        return await self._run(self._settings.list_definitions())
+
+    async def list_versions(self, definition_id: str) -> list[VersionSummary]:
+        """See ``Client.list_versions``."""
+        return await self._run(self._settings.list_versions(definition_id))
+
+    async def health(self) -> Health:
+        """See ``Client.health``."""
+        return await self._run(self._settings.health())
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+__all__ = ["DEFAULT_TIMEOUT", "AsyncClient", "Client", "api_error"]
