@@ -18,7 +18,16 @@ from weave_core.expressions import (
     is_ref,
     json_equal,
 )
-from weave_core.nodespec import CheckContext, JsonSchema, NodeKind, hookimpl
+from weave_core.nodespec import (
+    CheckContext,
+    Command,
+    EnterBlocks,
+    JsonSchema,
+    NodeKind,
+    Scope,
+    hookimpl,
+)
+from weave_core.plan import PlanRejectedError, RejectReason
 from weave_nodes._common import ConfigModel, check_at_most, schema_of
 
 
@@ -166,6 +175,29 @@ class BranchKind(NodeKind):
         self, config: BaseModel, block_outputs: Mapping[str, JsonSchema | None]
     ) -> JsonSchema | None:
         return None  # depends on the case chosen at run time
+
+    # run time
+
+    def activate(self, config: BaseModel, scope: Scope) -> Command:
+        """Choose the first case that holds, once; the index is saved as ``{"case": i}``."""
+        assert isinstance(config, BranchConfig)
+        for index, case in enumerate(config.cases):
+            if case.default or scope.evaluate(case.when):
+                return EnterBlocks((block_name(index),), {"case": index})
+        raise PlanRejectedError(
+            RejectReason.NO_CASE_MATCHED, "no case of the branch holds and it has no default"
+        )
+
+    def combine(self, config: BaseModel, decision: JSON, block_outputs: Mapping[str, JSON]) -> JSON:
+        """The output of the chosen case's last step (``null`` for an empty case)."""
+        case = decision.get("case") if isinstance(decision, Mapping) else None
+        name = block_name(case) if isinstance(case, int) and not isinstance(case, bool) else None
+        if name is None or name not in block_outputs:
+            raise PlanRejectedError(
+                RejectReason.INPUT_STATE_INVALID,
+                f"the saved branch decision {decision!r} does not name the entered case",
+            )
+        return block_outputs[name]
 
 
 @hookimpl

@@ -8,7 +8,15 @@ from typing import Any
 from pydantic import BaseModel
 
 from weave_core.exactjson import JSON
-from weave_core.nodespec import CheckContext, JsonSchema, NodeKind, hookimpl
+from weave_core.nodespec import (
+    CheckContext,
+    Command,
+    EnterBlocks,
+    JsonSchema,
+    NodeKind,
+    Scope,
+    hookimpl,
+)
 from weave_nodes._common import BlockName, ConfigModel
 
 
@@ -64,6 +72,18 @@ class ParallelKind(NodeKind):
             "properties": properties,
             "additionalProperties": False,
         }
+
+    # run time
+
+    def activate(self, config: BaseModel, scope: Scope) -> Command:
+        """Enter every branch; each sees only the data from before this step."""
+        assert isinstance(config, ParallelConfig)
+        return EnterBlocks(tuple(config.branches))
+
+    def combine(self, config: BaseModel, decision: JSON, block_outputs: Mapping[str, JSON]) -> JSON:
+        """An object keyed by branch name: each branch's last step output."""
+        assert isinstance(config, ParallelConfig)
+        return {name: block_outputs.get(name) for name in config.branches}
 
 
 @hookimpl

@@ -9,7 +9,24 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, Field
 
-from weave_core.nodespec import CheckContext, JsonSchema, NodeKind, hookimpl
+from weave_core.exactjson import JSON
+from weave_core.exactschema import violations
+from weave_core.nodespec import (
+    CheckContext,
+    Command,
+    Fact,
+    FactKind,
+    JsonSchema,
+    NodeKind,
+    RetryPolicy,
+    Scope,
+    StepOutcome,
+    StepResult,
+    TaskCommand,
+    Timeouts,
+    hookimpl,
+)
+from weave_core.plan import PlanRejectedError, RejectReason
 from weave_nodes._common import (
     ConfigModel,
     ExactNumber,
@@ -46,6 +63,79 @@ class TaskConfig(ConfigModel):
     """JSON Schema (2020-12) of the handler's result: the output contract."""
     retry: Retry = Field(default_factory=Retry)
     timeouts: TaskTimeouts = Field(default_factory=TaskTimeouts)
+    trace_key: Any = None
+    """Optional template resolving to a string that ties the task to a business trace."""
+    resource_key: Any = None
+    """Optional template resolving to a string naming the business resource it touches."""
+
+
+# Stable reasons of a task step's non-success outcomes (stored, shown, audited).
+OUTPUT_CONTRACT_VIOLATED = "output_contract_violated"
+TASK_FAILED = "task_failed"
+TASK_CANCELLED = "task_cancelled"
+TASK_NEEDS_REVIEW = "task_needs_review"
+EFFECT_UNKNOWN = "effect_unknown"
+UNEXPECTED_FACT = "unexpected_fact"
+KEY_MAX_LENGTH = 256
+"""Longest resolved trace or resource key."""
+
+
+def resolve_key(scope: Scope, template: JSON, what: str) -> str | None:
+    """Resolve an optional key template to a non-empty string (``None`` when absent)."""
+    if template is None:
+        return None
+    value = scope.resolve(template)
+    if not isinstance(value, str):
+        raise PlanRejectedError(
+            RejectReason.TYPE_MISMATCH,
+            f"{what} must resolve to a string, not {type(value).__name__}",
+        )
+    if not value or len(value) > KEY_MAX_LENGTH:
+        raise PlanRejectedError(
+            RejectReason.TYPE_MISMATCH,
+            f"{what} must resolve to 1 to {KEY_MAX_LENGTH} characters, not {len(value)}",
+        )
+    return value
+
+
+def task_command(scope: Scope, config: TaskConfig) -> TaskCommand:
+    """The dispatch task to persist for ``config``: parameters, never an execution permit."""
+    retry, timeouts = config.retry, config.timeouts
+    return TaskCommand(
+        queue=config.queue,
+        handler=config.handler.name,
+        handler_version=config.handler.version,
+        idempotent=config.handler.idempotent,
+        input=scope.resolve(config.input),
+        retry=RetryPolicy(
+            max_attempts=retry.max_attempts,
+            backoff_seconds=retry.backoff_seconds,
+            backoff_multiplier=retry.backoff_multiplier,
+            max_backoff_seconds=retry.max_backoff_seconds,
+        ),
+        timeouts=Timeouts(
+            schedule_to_start=timeouts.schedule_to_start,
+            start_to_close=timeouts.start_to_close,
+            heartbeat=timeouts.heartbeat,
+        ),
+        trace_key=resolve_key(scope, config.trace_key, "trace_key"),
+        resource_key=resolve_key(scope, config.resource_key, "resource_key"),
+    )
+
+
+def settle_task_fact(fact: Fact) -> StepResult | None:
+    """What a non-success task fact means (``None`` for ``task.succeeded``)."""
+    if fact.kind is FactKind.TASK_SUCCEEDED:
+        return None
+    if fact.kind is FactKind.TASK_CANCELLED:
+        return StepResult(StepOutcome.CANCELLED, reason=TASK_CANCELLED)
+    if fact.effect_unknown:
+        return StepResult(StepOutcome.NEEDS_REVIEW, reason=EFFECT_UNKNOWN)
+    if fact.kind is FactKind.TASK_FAILED:
+        return StepResult(StepOutcome.FAILED, reason=TASK_FAILED)
+    if fact.kind is FactKind.TASK_NEEDS_REVIEW:
+        return StepResult(StepOutcome.NEEDS_REVIEW, reason=TASK_NEEDS_REVIEW)
+    return StepResult(StepOutcome.NEEDS_REVIEW, reason=UNEXPECTED_FACT)
 
 
 def check_output_schema(schema: Mapping[str, Any] | None, ctx: CheckContext, path: str) -> None:
@@ -66,6 +156,9 @@ class TaskKind(NodeKind):
     def check(self, config: BaseModel, ctx: CheckContext) -> None:
         assert isinstance(config, TaskConfig)
         ctx.check_template(config.input, ".input")
+        for name in ("trace_key", "resource_key"):
+            if getattr(config, name) is not None:
+                ctx.check_template(getattr(config, name), f".{name}")
         check_output_schema(config.output_schema, ctx, ".output_schema")
         check_at_most(
             ctx,
@@ -95,10 +188,42 @@ class TaskKind(NodeKind):
         assert isinstance(config, TaskConfig)
         return config.output_schema
 
+    # run time
+
+    def activate(self, config: BaseModel, scope: Scope) -> Command:
+        """One dispatch task: the resolved input (exact), keys, attempt budget, timeouts."""
+        assert isinstance(config, TaskConfig)
+        return task_command(scope, config)
+
+    def interpret(self, config: BaseModel, fact: Fact) -> StepResult:
+        """Success only when the result keeps the output contract; else failure or review."""
+        assert isinstance(config, TaskConfig)
+        settled = settle_task_fact(fact)
+        if settled is not None:
+            return settled
+        if config.output_schema is not None and violations(config.output_schema, fact.payload):
+            return StepResult(StepOutcome.NEEDS_REVIEW, reason=OUTPUT_CONTRACT_VIOLATED)
+        return StepResult(StepOutcome.SUCCEEDED, output=fact.payload)
+
 
 @hookimpl
 def weave_register_node_kinds() -> list[type[NodeKind]]:
     return [TaskKind]
 
 
-__all__ = ["Retry", "TaskConfig", "TaskKind", "TaskTimeouts", "weave_register_node_kinds"]
+__all__ = [
+    "EFFECT_UNKNOWN",
+    "OUTPUT_CONTRACT_VIOLATED",
+    "TASK_CANCELLED",
+    "TASK_FAILED",
+    "TASK_NEEDS_REVIEW",
+    "UNEXPECTED_FACT",
+    "Retry",
+    "TaskConfig",
+    "TaskKind",
+    "TaskTimeouts",
+    "resolve_key",
+    "settle_task_fact",
+    "task_command",
+    "weave_register_node_kinds",
+]

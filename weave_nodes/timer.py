@@ -6,7 +6,19 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel
 
-from weave_core.nodespec import CheckContext, JsonSchema, NodeKind, hookimpl
+from weave_core.nodespec import (
+    CheckContext,
+    Command,
+    Fact,
+    FactKind,
+    JsonSchema,
+    NodeKind,
+    Scope,
+    StepOutcome,
+    StepResult,
+    TimerCommand,
+    hookimpl,
+)
 from weave_nodes._common import ConfigModel, PositiveInt, check_at_most
 
 
@@ -26,6 +38,18 @@ class TimerKind(NodeKind):
         self, config: BaseModel, block_outputs: Mapping[str, JsonSchema | None]
     ) -> JsonSchema | None:
         return {"type": "null"}
+
+    # run time
+
+    def activate(self, config: BaseModel, scope: Scope) -> Command:
+        """A durable wait; the kernel saves the due time (database time) and holds no worker."""
+        assert isinstance(config, TimerConfig)
+        return TimerCommand(seconds=config.seconds)
+
+    def interpret(self, config: BaseModel, fact: Fact) -> StepResult:
+        if fact.kind is FactKind.TIMER:
+            return StepResult(StepOutcome.SUCCEEDED, output=None)
+        return StepResult(StepOutcome.NEEDS_REVIEW, reason="unexpected_fact")
 
 
 @hookimpl

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -77,24 +78,12 @@ def test_strict_configs_refuse(model: type[BaseModel], fields: dict[str, Any]) -
         model.model_validate(fields)
 
 
-def test_design_field_names() -> None:
-    """The field names of DESIGN.md section 2 are a public contract."""
-    assert set(TaskConfig.model_fields) == {
-        "queue",
-        "handler",
-        "input",
-        "output_schema",
-        "retry",
-        "timeouts",
-    }
-    assert set(SignalConfig.model_fields) == {
-        "name",
-        "correlation_key",
-        "param_version",
-        "timeout_seconds",
-    }
-    assert set(TimerConfig.model_fields) == {"seconds"}
-    assert set(PollConfig.model_fields) == {
+# DESIGN.md section 2 names these fields: they are a public contract and never renamed.
+DESIGN_FIELDS: dict[type[BaseModel], set[str]] = {
+    TaskConfig: {"queue", "handler", "input", "output_schema", "retry", "timeouts"},
+    SignalConfig: {"name", "correlation_key", "param_version", "timeout_seconds"},
+    TimerConfig: {"seconds"},
+    PollConfig: {
         "queue",
         "handler",
         "input",
@@ -104,9 +93,28 @@ def test_design_field_names() -> None:
         "attempts_per_round",
         "classify",
         "receipt",
-    }
-    assert set(BranchConfig.model_fields) == {"cases"}
-    assert set(ParallelConfig.model_fields) == {"branches"}
+    },
+    BranchConfig: {"cases"},
+    ParallelConfig: {"branches"},
+}
+
+# Fields the kinds add ("kinds may add fields"); each is documented in docs/definitions.md.
+EXTENSIONS: dict[type[BaseModel], set[str]] = {TaskConfig: {"trace_key", "resource_key"}}
+
+
+@pytest.mark.parametrize("model", list(DESIGN_FIELDS), ids=lambda m: m.__name__)
+def test_design_field_names(model: type[BaseModel]) -> None:
+    """Every DESIGN field exists; anything beyond it is a deliberate, listed extension."""
+    fields = set(model.model_fields)
+    assert DESIGN_FIELDS[model] <= fields
+    assert fields - DESIGN_FIELDS[model] == EXTENSIONS.get(model, set())
+
+
+def test_extensions_are_documented() -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "definitions.md").read_text()
+    for names in EXTENSIONS.values():
+        for name in names:
+            assert f"`{name}`" in text, name
 
 
 def test_branch_blocks_are_named_by_case_index() -> None:
