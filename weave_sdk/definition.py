@@ -217,29 +217,36 @@ class Classify:
     :param pending: values meaning "still running": wait ``interval`` and poll again.
     :param succeeded: values meaning done: the step succeeds with the result.
     :param failed: values meaning the operation failed: the failure policy applies.
-        Any other value is never success and never another round: it goes to review.
+    :param needs_review: values that send the step to review (optional). Any value in no
+        list is never success and never another round: it goes to review too.
     """
 
     field: str
     pending: Sequence[JSON]
     succeeded: Sequence[JSON]
     failed: Sequence[JSON]
+    needs_review: Sequence[JSON] | None = None
 
     def __post_init__(self) -> None:
         _str(self.field, "classify.field")
-        for name in ("pending", "succeeded", "failed"):
+        for name in ("pending", "succeeded", "failed", "needs_review"):
             values = getattr(self, name)
+            if values is None and name == "needs_review":
+                continue
             if isinstance(values, str) or not isinstance(values, Sequence):
                 raise TypeError(f"classify.{name}: expected a list of values")
             object.__setattr__(self, name, tuple(value_json(v, f"classify.{name}") for v in values))
 
     def to_json(self) -> dict[str, JSON]:
-        return {
+        out: dict[str, JSON] = {
             "field": self.field,
             "pending": list(self.pending),
             "succeeded": list(self.succeeded),
             "failed": list(self.failed),
         }
+        if self.needs_review is not None:
+            out["needs_review"] = list(self.needs_review)
+        return out
 
 
 @dataclass(frozen=True)
@@ -305,6 +312,8 @@ class TaskStep(Step):
     :param output_schema: JSON Schema the output must satisfy (checked on success).
     :param retry: retry budget; ``None`` leaves the engine default.
     :param timeouts: dispatch timeouts; ``None`` leaves the engine defaults.
+    :param trace_key: template resolving to a string carried with the task for tracing.
+    :param resource_key: template resolving to a string naming the resource it touches.
     """
 
     kind: ClassVar[str] = "task"
@@ -316,10 +325,14 @@ class TaskStep(Step):
     output_schema: Mapping[str, Any] | None = None
     retry: RetryPolicy | None = None
     timeouts: Timeouts | None = None
+    trace_key: Any = None
+    resource_key: Any = None
 
     def __post_init__(self) -> None:
         self._check_id()
         _str(self.queue, "queue")
+        object.__setattr__(self, "trace_key", value_json(self.trace_key, "trace_key"))
+        object.__setattr__(self, "resource_key", value_json(self.resource_key, "resource_key"))
         if not isinstance(self.handler, Handler):
             raise TypeError("handler: expected a Handler(name, version)")
         object.__setattr__(self, "input", value_json(self.input, "input"))
@@ -335,6 +348,8 @@ class TaskStep(Step):
         _put(out, "output_schema", self.output_schema)
         _put(out, "retry", None if self.retry is None else self.retry.to_json())
         _put(out, "timeouts", None if self.timeouts is None else self.timeouts.to_json())
+        _put(out, "trace_key", self.trace_key)
+        _put(out, "resource_key", self.resource_key)
         return out
 
 
@@ -623,6 +638,8 @@ class Workflow:
         output_schema: Mapping[str, Any] | None = None,
         retry: RetryPolicy | None = None,
         timeouts: Timeouts | None = None,
+        trace_key: Any = None,
+        resource_key: Any = None,
     ) -> TaskStep:
         """Append a ``task`` step (see ``TaskStep``) and return it."""
         step = TaskStep(
@@ -633,6 +650,8 @@ class Workflow:
             output_schema=output_schema,
             retry=retry,
             timeouts=timeouts,
+            trace_key=trace_key,
+            resource_key=resource_key,
         )
         return self._append(step)
 
@@ -840,6 +859,8 @@ def _read_step(value: Any, path: str) -> Step:
                 Timeouts,
                 [(n, n) for n in ("schedule_to_start", "start_to_close", "heartbeat")],
             ),
+            trace_key=f.take("trace_key", required=False),
+            resource_key=f.take("resource_key", required=False),
         )
     elif kind == "signal":
         step = _convert(
@@ -856,6 +877,7 @@ def _read_step(value: Any, path: str) -> Step:
     elif kind == "poll":
         classify = _Fields(f.take("classify"), f.at("classify"))
         classify_args = [classify.take(k) for k in ("field", "pending", "succeeded", "failed")]
+        classify_args.append(classify.take("needs_review", required=False))
         classify.done()
         receipt = f.take("receipt", required=False)
         receipt_obj = None

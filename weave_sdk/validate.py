@@ -114,7 +114,10 @@ _TOP_FIELDS = {
     "steps",
 }
 _KIND_FIELDS: dict[str, set[str]] = {
-    "task": {"queue", "handler", "input", "output_schema", "retry", "timeouts"},
+    "task": {
+        "queue", "handler", "input", "output_schema", "retry", "timeouts", "trace_key",
+        "resource_key",
+    },
     "signal": {"name", "correlation_key", "param_version", "timeout_seconds"},
     "timer": {"seconds"},
     "poll": {
@@ -486,11 +489,17 @@ class _Validator:
         classify = self.obj(value, path, "'classify'")
         if classify is None:
             return
-        self.unknown_fields(classify, {"field", "pending", "succeeded", "failed"}, path)
+        names = ("pending", "succeeded", "failed", "needs_review")
+        self.unknown_fields(classify, {"field", *names}, path)
         self.text(classify, "field", path, required=True)
         seen: dict[tuple[type, Any], str] = {}
-        for name in ("pending", "succeeded", "failed"):
-            values = self.required(classify, name, path)
+        for name in names:
+            if name == "needs_review":
+                if name not in classify:
+                    continue
+                values = classify[name]
+            else:
+                values = self.required(classify, name, path)
             if name not in classify:
                 continue
             if not isinstance(values, list):

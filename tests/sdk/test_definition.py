@@ -401,3 +401,31 @@ def test_from_json_refuses_floats() -> None:
     document["deadline_seconds"] = 86400.0
     with pytest.raises(DefinitionFormatError, match="float"):
         Workflow.from_json(document)
+
+
+def test_task_trace_and_resource_keys_and_poll_needs_review_round_trip() -> None:
+    from weave_sdk import Classify, Handler, Workflow, ref, validate
+
+    wf = Workflow("keys", version="1")
+    wf.task(
+        "charge",
+        queue="q",
+        handler=Handler("charge", "1"),
+        trace_key=ref.input("order_id"),
+        resource_key="account-7",
+    )
+    wf.poll(
+        "status",
+        queue="q",
+        handler=Handler("status", "1"),
+        max_rounds=3,
+        interval=10,
+        deadline=60,
+        classify=Classify("s", pending=["P"], succeeded=["D"], failed=["F"], needs_review=["?"]),
+    )
+    doc = wf.to_json()
+    assert doc["steps"][0]["trace_key"] == {"$ref": "input.order_id"}
+    assert doc["steps"][0]["resource_key"] == "account-7"
+    assert doc["steps"][1]["classify"]["needs_review"] == ["?"]
+    assert Workflow.from_json(doc).to_json() == doc
+    assert validate(doc) == []
