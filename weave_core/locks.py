@@ -36,13 +36,25 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from enum import IntEnum
 from typing import Any, Final
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
-from weave_core.schema import weave_namespaces
+from weave_core.schema import (
+    weave_activations,
+    weave_execution_gates,
+    weave_inbox,
+    weave_instances,
+    weave_namespace_quotas,
+    weave_namespaces,
+    weave_pending_advances,
+    weave_queues,
+    weave_steps,
+    weave_tasks,
+)
 
 
 class LockLevel(IntEnum):
@@ -73,11 +85,27 @@ LOCK_ORDER: Final[tuple[LockStep, ...]] = (
         ("weave_namespaces", "weave_api_tokens"),
         "namespace row, shared (exclusive only to change the namespace or a token)",
     ),
-    LockStep(LockLevel.NAMESPACE_QUOTA, False, (), "namespace quota (later issue)"),
-    LockStep(LockLevel.QUEUES, False, (), "queues of the pinned version, sorted by name"),
-    LockStep(LockLevel.INSTANCE, False, (), "workflow instance"),
-    LockStep(LockLevel.GATE, False, (), "execution gate of the instance"),
-    LockStep(LockLevel.RECORDS, False, (), "activations/steps, consumption records"),
+    LockStep(
+        LockLevel.NAMESPACE_QUOTA, False, ("weave_namespace_quotas",), "namespace task quota"
+    ),
+    LockStep(
+        LockLevel.QUEUES, False, ("weave_queues",), "queues of the pinned version, sorted by name"
+    ),
+    LockStep(LockLevel.INSTANCE, False, ("weave_instances",), "workflow instance"),
+    LockStep(LockLevel.GATE, False, ("weave_execution_gates",), "execution gate of the instance"),
+    LockStep(
+        LockLevel.RECORDS,
+        False,
+        (
+            "weave_steps",
+            "weave_activations",
+            "weave_inbox",
+            "weave_pending_advances",
+            "weave_tasks",
+        ),
+        "steps, activations, consumption records (inbox rows, pending advances); "
+        "dispatch tasks last",
+    ),
 )
 """R-6.2 as data, in order. ``tables`` grows as later issues add their tables."""
 
@@ -173,14 +201,161 @@ def lock_namespace_exclusive(conn: Connection, namespace: str) -> Row[Any] | Non
     )
 
 
+# --- 2. namespace quota ----------------------------------------------------------------
+
+
+def lock_namespace_quota(conn: Connection, namespace: str) -> Row[Any] | None:
+    """The namespace's task quota row, exclusive (None until the first task creates it)."""
+    q = weave_namespace_quotas
+    return lock_one(conn, LockLevel.NAMESPACE_QUOTA, q, q.c.namespace == namespace)
+
+
+# --- 3. queues -------------------------------------------------------------------------
+
+
+def lock_queues(conn: Connection, namespace: str, names: Sequence[str]) -> list[Row[Any]]:
+    """The queue rows named, exclusive, locked in sorted name order (missing ones skipped)."""
+    q = weave_queues
+    wanted = sorted(set(names))
+    if not wanted:
+        return []
+    return list(
+        lock_rows(
+            conn,
+            LockLevel.QUEUES,
+            q,
+            (q.c.namespace == namespace) & q.c.name.in_(wanted),
+            order_by=(q.c.name,),
+        )
+    )
+
+
+# --- 5. gate ---------------------------------------------------------------------------
+
+
+def lock_gate(conn: Connection, gate_id: str) -> Row[Any] | None:
+    """One execution gate, exclusive."""
+    g = weave_execution_gates
+    return lock_one(conn, LockLevel.GATE, g, g.c.gate_id == gate_id)
+
+
+# --- 6. records: dispatch tasks (after activations) ------------------------------------
+
+
+def lock_task(conn: Connection, task_id: str) -> Row[Any] | None:
+    """One dispatch task, exclusive. Taken after quota and queue (and the runtime's
+    instance, gate and activation): a task lock is always the last in the chain."""
+    t = weave_tasks
+    return lock_one(conn, LockLevel.RECORDS, t, t.c.task_id == task_id)
+
+
+def lock_claimable_tasks(
+    conn: Connection,
+    namespace: str,
+    queue: str,
+    handler_keys: Sequence[str],
+    now: datetime,
+    limit: int,
+) -> list[Row[Any]]:
+    """Due PENDING tasks of an open gate for these handlers, oldest first, ``SKIP LOCKED``.
+
+    Served by ``ix_weave_tasks_claim`` (equality on namespace, queue, status, gate_open;
+    range and order on available_at): no filesort, so only the rows handed out are locked
+    (MariaDB fact 5). Rows of other handlers are read and released (READ COMMITTED).
+    """
+    t = weave_tasks
+    where = (
+        (t.c.namespace == namespace)
+        & (t.c.queue == queue)
+        & (t.c.status == "PENDING")
+        & (t.c.gate_open == True)  # noqa: E712 - SQL comparison, not Python truthiness
+        & (t.c.available_at <= now)
+        & t.c.handler_key.in_(sorted(set(handler_keys)))
+    )
+    return list(
+        lock_rows(
+            conn,
+            LockLevel.RECORDS,
+            t,
+            where,
+            order_by=(t.c.available_at, t.c.task_id),
+            skip_locked=True,
+            limit=limit,
+        )
+    )
+
+
+
+def lock_gate_tasks(conn: Connection, gate_id: str) -> list[Row[Any]]:
+    """The unsettled tasks of a gate, exclusive, in task id order (``ix_weave_tasks_gate``)."""
+    t = weave_tasks
+    return list(
+        lock_rows(
+            conn,
+            LockLevel.RECORDS,
+            t,
+            (t.c.gate_id == gate_id) & t.c.status.in_(("PENDING", "RUNNING")),
+            order_by=(t.c.task_id,),
+        )
+    )
+
+
+# --- runtime (issue 5): instance, steps, activations, inbox rows, pending advances ------
+
+
+def lock_instance(conn: Connection, instance_id: str) -> Row[Any] | None:
+    """The workflow instance row, exclusive (level 4)."""
+    t = weave_instances
+    return lock_one(conn, LockLevel.INSTANCE, t, t.c.instance_id == instance_id)
+
+
+def lock_steps(conn: Connection, instance_id: str) -> Sequence[Row[Any]]:
+    """Every saved step of the instance, exclusive, in step-id order (level 6; served by
+    the primary key ``(instance_id, step_id)``)."""
+    t = weave_steps
+    return lock_rows(
+        conn, LockLevel.RECORDS, t, t.c.instance_id == instance_id, order_by=(t.c.step_id,)
+    )
+
+
+def lock_activation(conn: Connection, activation_id: str) -> Row[Any] | None:
+    """One activation, exclusive (level 6, after the instance's steps)."""
+    t = weave_activations
+    return lock_one(conn, LockLevel.RECORDS, t, t.c.activation_id == activation_id)
+
+
+def lock_inbox_row(conn: Connection, inbox_id: int) -> Row[Any] | None:
+    """One inbox row, exclusive: always the last lock of a consumption (read it unlocked
+    first to learn its instance, take the chain, then lock it and re-check)."""
+    t = weave_inbox
+    return lock_one(conn, LockLevel.RECORDS, t, t.c.id == inbox_id)
+
+
+def lock_pending_advance(conn: Connection, pending_id: int) -> Row[Any] | None:
+    """One pending-advance row, exclusive: the last lock of a deferred advance."""
+    t = weave_pending_advances
+    return lock_one(conn, LockLevel.RECORDS, t, t.c.id == pending_id)
+
+
 __all__ = [
     "LOCK_ORDER",
     "LockLevel",
     "LockObserver",
     "LockStep",
+    "lock_activation",
+    "lock_claimable_tasks",
+    "lock_gate",
+    "lock_gate_tasks",
+    "lock_inbox_row",
+    "lock_instance",
     "lock_namespace_exclusive",
+    "lock_namespace_quota",
     "lock_namespace_shared",
     "lock_one",
+    "lock_pending_advance",
+    "lock_queues",
     "lock_rows",
+    "lock_steps",
+    "lock_task",
     "observing_locks",
 ]

@@ -156,6 +156,217 @@ class ProblemDetails(BaseModel):
     )
 
 
+# --- dispatch: tasks and the worker protocol ----------------------------------------
+
+AnyJson = Annotated[Any, WithJsonSchema({"description": "any JSON value (numbers exact)"})]
+"""Any JSON value; numbers stay exact (int / Decimal)."""
+
+
+class HandlerDecl(ApiModel):
+    """A handler a worker runs: name and version."""
+
+    name: str = Field(min_length=1, max_length=128)
+    version: str = Field(min_length=1, max_length=128)
+
+
+class ClaimRequest(ApiModel):
+    """Long poll for up to ``max_tasks`` tasks of the declared handlers."""
+
+    worker_id: str = Field(min_length=1, max_length=255)
+    handlers: list[HandlerDecl] = Field(min_length=1, max_length=256)
+    max_tasks: int = Field(default=1, ge=1, le=32)
+    wait_seconds: float = Field(default=0, ge=0, le=30)
+
+
+class ClaimedTaskModel(ApiModel):
+    """A task handed to a worker under one attempt and its lease."""
+
+    task_id: str
+    attempt_id: str
+    attempt_no: int
+    handler: str
+    handler_version: str
+    input: AnyJson
+    lease_expires_at: UtcDatetime
+    heartbeat_timeout: int = Field(description="lease length in seconds; heartbeat well within")
+    deadline_at: UtcDatetime | None
+    cancel_requested: bool
+
+
+class ClaimResponse(ApiModel):
+    tasks: list[ClaimedTaskModel]
+
+
+class HeartbeatRequest(ApiModel):
+    attempt_id: str = Field(min_length=1, max_length=64)
+
+
+class HeartbeatResponse(ApiModel):
+    lease_expires_at: UtcDatetime
+    cancel_requested: bool
+
+
+class TaskErrorModel(ApiModel):
+    """A typed failure: ``retryable`` decides whether the task is retried."""
+
+    type: str = Field(min_length=1, max_length=128)
+    message: str = Field(max_length=4096)
+    retryable: bool = False
+    details: AnyJson = None
+
+
+class ClaimNext(ApiModel):
+    """Claim the worker's next tasks in the same request (no waiting)."""
+
+    worker_id: str = Field(min_length=1, max_length=255)
+    handlers: list[HandlerDecl] = Field(min_length=1, max_length=256)
+    max_tasks: int = Field(default=1, ge=1, le=32)
+
+
+class CompleteRequest(ApiModel):
+    """The result of one attempt."""
+
+    attempt_id: str = Field(min_length=1, max_length=64)
+    outcome: Literal["succeeded", "failed", "cancelled"]
+    output: AnyJson = None
+    error: TaskErrorModel | None = None
+    claim_next: ClaimNext | None = None
+
+
+class TaskModel(ApiModel):
+    """A dispatch task as the API shows it."""
+
+    task_id: str
+    queue: str
+    status: Literal["PENDING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "NEEDS_REVIEW"]
+    revision: int
+    owner_kind: str
+    owner_id: str | None
+    handler: str
+    handler_version: str
+    idempotent: bool
+    attempts_used: int
+    max_attempts: int
+    available_at: UtcDatetime
+    deadline_at: UtcDatetime | None
+    effect_unknown: bool
+    cancel_requested: bool
+    current_attempt_id: str | None
+    result: AnyJson
+    error: AnyJson
+    created_at: UtcDatetime
+    updated_at: UtcDatetime
+
+
+class CompleteResponse(ApiModel):
+    task: TaskModel
+    replay: bool = Field(description="true when this exact report was already taken")
+    next_tasks: list[ClaimedTaskModel]
+
+
+class CreateTaskRequest(ApiModel):
+    """A standalone task (workflow tasks are created by the runtime)."""
+
+    queue: str = Field(min_length=1, max_length=128)
+    handler: str = Field(min_length=1, max_length=128)
+    handler_version: str = Field(default="1", min_length=1, max_length=128)
+    idempotent: bool = True
+    input: AnyJson = None
+    max_attempts: int = Field(default=3, ge=1)
+    backoff_seconds: float = Field(default=1, ge=0, le=86400)
+    backoff_multiplier: float = Field(default=2, ge=1, le=100)
+    max_backoff_seconds: float = Field(default=300, ge=0, le=86400)
+    schedule_to_start_seconds: int | None = Field(default=None, ge=1)
+    start_to_close_seconds: int | None = Field(default=None, ge=1)
+    heartbeat_timeout_seconds: int | None = Field(default=None, ge=1)
+    deadline_seconds: int | None = Field(default=None, ge=1)
+
+
+class CancelTaskRequest(ApiModel):
+    reason: str | None = Field(default=None, max_length=1024)
+
+
+class QueueCapacityRequest(ApiModel):
+    capacity: int = Field(ge=0, le=10_000_000)
+
+
+class QueueModel(ApiModel):
+    name: str
+    capacity: int
+    outstanding: int
+
+
+class QuotaRequest(ApiModel):
+    task_quota: int = Field(ge=0, le=10_000_000)
+
+
+class QuotaModel(ApiModel):
+    task_quota: int
+    outstanding: int
+
+
+# --- workflows (issue 5): start and reads ------------------------------------------
+
+
+class StartWorkflowRequest(ApiModel):
+    """Start an instance (idempotent on namespace, operation_type and idempotency_key)."""
+
+    definition_id: str = Field(min_length=1, max_length=128)
+    version: str = Field(default="latest", min_length=1, max_length=128,
+                         description="an explicit version, or 'latest' (pinned at start)")
+    input: AnyJson = None
+    idempotency_key: str = Field(min_length=1, max_length=255)
+    operation_type: str = Field(default="start", min_length=1, max_length=64)
+
+
+class WorkflowModel(ApiModel):
+    """One instance: pinned version, status, paused flag, revision, deadline, output."""
+
+    workflow_id: str
+    namespace: str
+    definition_id: str
+    version: str
+    status: Literal["RUNNING", "WAITING", "CANCELLING", "NEEDS_REVIEW", "SUCCEEDED",
+                    "FAILED", "CANCELLED"]
+    paused: bool
+    control_version: int
+    revision: int
+    input: AnyJson
+    output: AnyJson
+    review_reason: str | None
+    failure_policy: str
+    deadline_at: str
+    operation_type: str
+    idempotency_key: str
+    created_by: str
+    created_at: str
+    updated_at: str
+    settled_at: str | None
+
+
+class WorkflowDetail(WorkflowModel):
+    """One instance with its steps, activations, tasks and pending (due) work."""
+
+    steps: list[JsonObject]
+    activations: list[JsonObject]
+    tasks: list[JsonObject]
+    pending: list[JsonObject]
+
+
+class WorkflowList(ApiModel):
+    """Instances newest first; pass ``next_cursor`` back as ``cursor`` for the next page."""
+
+    items: list[WorkflowModel]
+    next_cursor: str | None
+
+
+class WorkflowHistory(ApiModel):
+    """Transitions in revision order, each with the audit entry of its transaction."""
+
+    items: list[JsonObject]
+    next_cursor: int | None = Field(description="pass back as 'after' for the next page")
+
+
 def json_response(model: BaseModel, status_code: int = 200) -> Response:
     """A response whose body is ``model`` written as exact, canonical JSON."""
     return Response(
@@ -166,31 +377,74 @@ def json_response(model: BaseModel, status_code: int = 200) -> Response:
 
 
 RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
+    WorkflowModel,
+    WorkflowDetail,
+    WorkflowList,
+    WorkflowHistory,
     HealthResponse,
     DefinitionVersion,
     PublishResponse,
     DefinitionList,
     DefinitionVersions,
     ProblemDetails,
+    ClaimResponse,
+    HeartbeatResponse,
+    CompleteResponse,
+    TaskModel,
+    QueueModel,
+    QuotaModel,
 )
-REQUEST_MODELS: tuple[type[BaseModel], ...] = (DefinitionDocument,)
+REQUEST_MODELS: tuple[type[BaseModel], ...] = (
+    StartWorkflowRequest,
+    DefinitionDocument,
+    ClaimRequest,
+    HeartbeatRequest,
+    CompleteRequest,
+    CreateTaskRequest,
+    CancelTaskRequest,
+    QueueCapacityRequest,
+    QuotaRequest,
+)
 
 
 __all__ = [
     "REQUEST_MODELS",
     "RESPONSE_MODELS",
+    "AnyJson",
     "ApiModel",
+    "CancelTaskRequest",
+    "ClaimNext",
+    "ClaimRequest",
+    "ClaimResponse",
+    "ClaimedTaskModel",
+    "CompleteRequest",
+    "CompleteResponse",
+    "CreateTaskRequest",
     "DefinitionDocument",
     "DefinitionList",
     "DefinitionSummary",
     "DefinitionVersion",
     "DefinitionVersions",
+    "HandlerDecl",
     "HealthResponse",
+    "HeartbeatRequest",
+    "HeartbeatResponse",
     "ProblemDetails",
     "ProblemItem",
     "PublishResponse",
+    "QueueCapacityRequest",
+    "QueueModel",
+    "QuotaModel",
+    "QuotaRequest",
+    "StartWorkflowRequest",
+    "TaskErrorModel",
+    "TaskModel",
     "UtcDatetime",
     "VersionSummary",
+    "WorkflowDetail",
+    "WorkflowHistory",
+    "WorkflowList",
+    "WorkflowModel",
     "json_response",
     "rfc3339",
 ]

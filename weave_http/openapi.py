@@ -29,6 +29,9 @@ _PARAMETER_DOCS: Final = {
     "ns": "the namespace (a token sees only its own; any other is 404)",
     "definition_id": "the definition id",
     "version": "a version, or 'latest' for the most recently published one",
+    "queue": "a queue name",
+    "task_id": "a task id",
+    "workflow_id": "a workflow instance id",
 }
 
 _STATUS_TEXT: Final = {
@@ -36,7 +39,8 @@ _STATUS_TEXT: Final = {
     401: "missing, malformed, unknown or revoked token (unauthenticated)",
     403: "the token lacks the permission (permission_denied)",
     404: "unknown object, or another namespace (not_found)",
-    409: "conflicts with what is recorded (definition_version_conflict)",
+    409: "conflicts with what is recorded (definition_version_conflict, attempt_superseded, "
+    "lease_expired, report_conflict, task_owner_unverified)",
     413: "body larger than max_body_bytes (payload_too_large)",
     415: "body not sent as application/json (unsupported_media_type)",
     422: "document invalid; every problem listed (validation_failed)",

@@ -16,7 +16,9 @@ from collections.abc import Callable, Sequence
 from weave_core.errors import WeaveError
 
 # Command groups, in the order ``weave --help`` lists them. Each is a module of this package.
-COMMAND_MODULES: tuple[str, ...] = ("serve", "admin", "publish", "demo", "bench")
+COMMAND_MODULES: tuple[str, ...] = (
+    "serve", "admin", "queues", "publish", "workflows", "worker", "demo", "bench",
+)
 
 Handler = Callable[[argparse.Namespace], int]
 

@@ -1,0 +1,179 @@
+"""Claiming: one transaction hands out up to ``max_tasks`` due tasks, each with an attempt
+and a lease; :func:`claim_wait` is the long poll around it.
+
+The claim transaction: database time → ``SELECT … FOR UPDATE SKIP LOCKED`` on
+``ix_weave_tasks_claim`` (only PENDING tasks of an open gate, due, for the declared
+handlers) → per task: an expired one (deadline or schedule-to-start passed) is not handed
+out; the others get an attempt row, RUNNING, a lease and a ``task.started`` event. Expired
+tasks are settled right after, each in its own transaction that locks in the R-6.2 order
+(the claim holds task locks only, and never locks back up to quota and queue).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Row
+
+from weave_core.db import Database
+from weave_core.dispatch.leases import expire_one
+from weave_core.dispatch.model import (
+    MAX_CLAIM_BATCH,
+    MAX_WAIT_SECONDS,
+    ClaimedTask,
+    TaskStatus,
+    check_name,
+    handler_key,
+    new_id,
+    parse_document,
+)
+from weave_core.dispatch.timing import lease_seconds, lease_until
+from weave_core.dispatch.wakeup import hub_for
+from weave_core.errors import Problem, ValidationError
+from weave_core.limits import DEFAULT_LIMITS, Limits
+from weave_core.locks import lock_claimable_tasks
+from weave_core.schema import weave_task_attempts, weave_task_events, weave_tasks
+
+
+@dataclass(frozen=True)
+class HandlerRef:
+    """A handler a worker declares it runs."""
+
+    name: str
+    version: str
+
+    @property
+    def key(self) -> str:
+        return handler_key(self.name, self.version)
+
+
+def _check_request(queue: str, worker_id: str, handlers: Sequence[HandlerRef],
+                   max_tasks: int) -> None:
+    check_name(queue, "queue")
+    problems: list[Problem] = []
+    if not worker_id or len(worker_id) > 255:
+        problems.append(Problem("$.worker_id", "invalid", "worker_id must be 1..255 characters"))
+    if not handlers or len(handlers) > 256:
+        problems.append(Problem("$.handlers", "invalid", "declare 1..256 handlers"))
+    for i, h in enumerate(handlers):
+        for value, what in ((h.name, "name"), (h.version, "version")):
+            try:
+                check_name(value, f"handlers[{i}].{what}")
+            except ValidationError as exc:
+                problems.extend(exc.problems)
+    if not 1 <= max_tasks <= MAX_CLAIM_BATCH:
+        problems.append(Problem("$.max_tasks", "out_of_range", f"1..{MAX_CLAIM_BATCH}"))
+    if problems:
+        raise ValidationError("invalid claim", problems)
+
+
+def _start_txn(conn: Connection, task: Row[Any], *, worker_id: str, now: Any) -> ClaimedTask:
+    attempt_no = int(task.attempts_used) + 1
+    attempt_id = new_id("att")
+    close_by = None
+    if task.start_to_close_s:
+        close_by = now + timedelta(seconds=int(task.start_to_close_s))
+    seconds = lease_seconds(task)
+    lease = lease_until(now, seconds, close_by, task.deadline_at)
+    revision = int(task.revision) + 1
+    conn.execute(sa.insert(weave_task_attempts).values(
+        attempt_id=attempt_id, task_id=task.task_id, namespace=task.namespace,
+        attempt_no=attempt_no, worker_id=worker_id, started_at=now, lease_expires_at=lease,
+        close_by=close_by, heartbeat_at=None, finished_at=None, outcome=None, report_hash=None,
+    ))
+    t = weave_tasks
+    conn.execute(sa.update(t).where(t.c.task_id == task.task_id).values(
+        status=TaskStatus.RUNNING.value, revision=revision, attempts_used=attempt_no,
+        current_attempt_id=attempt_id, start_by=None, timeout_at=lease, updated_at=now,
+    ))
+    conn.execute(sa.insert(weave_task_events).values(
+        namespace=task.namespace, task_id=task.task_id, revision=revision,
+        event_type="task.started", attempt_id=attempt_id, occurred_at=now,
+        payload=None,
+    ))
+    return ClaimedTask(
+        task_id=task.task_id, attempt_id=attempt_id, attempt_no=attempt_no,
+        handler=task.handler, handler_version=task.handler_version,
+        input=parse_document(task.input), lease_expires_at=lease, heartbeat_timeout=seconds,
+        deadline_at=task.deadline_at, cancel_requested=bool(task.cancel_requested),
+    )
+
+
+def claim(
+    db: Database,
+    *,
+    namespace: str,
+    queue: str,
+    worker_id: str,
+    handlers: Sequence[HandlerRef],
+    max_tasks: int = 1,
+    actor: str = "system:weave",
+    limits: Limits = DEFAULT_LIMITS,
+) -> list[ClaimedTask]:
+    """Claim up to ``max_tasks`` due tasks now (no waiting)."""
+    _check_request(queue, worker_id, handlers, max_tasks)
+    keys = [h.key for h in handlers]
+
+    def _claim(conn: Connection) -> tuple[list[ClaimedTask], list[Row[Any]]]:
+        now = db.now(conn)
+        claimed: list[ClaimedTask] = []
+        expired: list[Row[Any]] = []
+        for task in lock_claimable_tasks(conn, namespace, queue, keys, now, max_tasks):
+            if (task.deadline_at is not None and task.deadline_at <= now) or (
+                task.start_by is not None and task.start_by <= now
+            ):
+                expired.append(task)
+                continue
+            claimed.append(_start_txn(conn, task, worker_id=worker_id, now=now))
+        return claimed, expired
+
+    claimed, expired = db.transaction(_claim, name="dispatch_claim")
+    for task in expired:
+        expire_one(db, namespace, task.task_id, queue, actor=actor, limits=limits)
+    if expired and len(claimed) < max_tasks:
+        claimed += claim(db, namespace=namespace, queue=queue, worker_id=worker_id,
+                         handlers=handlers, max_tasks=max_tasks - len(claimed), actor=actor,
+                         limits=limits)
+    return claimed
+
+
+async def claim_wait(
+    db: Database,
+    *,
+    namespace: str,
+    queue: str,
+    worker_id: str,
+    handlers: Sequence[HandlerRef],
+    max_tasks: int = 1,
+    wait_seconds: float = 0,
+    actor: str = "system:weave",
+    limits: Limits = DEFAULT_LIMITS,
+) -> list[ClaimedTask]:
+    """The long poll: claim now; if nothing, wait (woken in-process or by the queue's
+    watcher, see ``wakeup``) and claim again, until ``wait_seconds`` have passed."""
+    _check_request(queue, worker_id, handlers, max_tasks)
+    if not 0 <= wait_seconds <= MAX_WAIT_SECONDS:
+        raise ValidationError("invalid claim", [
+            Problem("$.wait_seconds", "out_of_range", f"0..{MAX_WAIT_SECONDS}")])
+    loop = asyncio.get_running_loop()
+    end = loop.time() + wait_seconds
+    hub = hub_for(db)
+    keys = [h.key for h in handlers]
+    while True:
+        tasks = await asyncio.to_thread(
+            claim, db, namespace=namespace, queue=queue, worker_id=worker_id,
+            handlers=handlers, max_tasks=max_tasks, actor=actor, limits=limits,
+        )
+        remaining = end - loop.time()
+        if tasks or remaining <= 0:
+            return tasks
+        if not await hub.wait((namespace, queue), keys, remaining):
+            return []
+
+
+__all__ = ["HandlerRef", "claim", "claim_wait"]

@@ -1,0 +1,274 @@
+"""Settling a task and delivering its result (R-5.1-R-5.3): one transaction, fixed order.
+
+:func:`settle_txn` is the only way a task reaches a settled status. In the caller's
+transaction, in this order (each step is a named fault point ``delivery.after_<step>``):
+
+1. ``task``      the task and its attempt are updated (status, revision, result);
+2. ``release``   the queue permit and the namespace quota unit are given back;
+3. ``event``     the status event is written;
+4. ``owner``     a workflow task's owning activation is verified (same namespace, its
+                 ``task_id`` is this task, same gate), read without locking: the caller
+                 already holds the task lock, the last in the chain, and never locks back
+                 up (the consumer re-verifies under its own locks);
+5. ``inbox``     a workflow task gets its inbox row with the frozen snapshot;
+6. ``audit``     the audit row.
+
+Any exception rolls back all of it. The unique keys of ``weave_inbox`` make a second
+delivery of one (task, revision) impossible.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Row
+
+from weave_core import exactjson
+from weave_core.audit import write_audit
+from weave_core.dispatch.errors import TaskOwnerUnverifiedError
+from weave_core.dispatch.model import (
+    EVENT_BY_STATUS,
+    SETTLED,
+    SNAPSHOT_SCHEMA_VERSION,
+    AttemptEnd,
+    InboxState,
+    OwnerKind,
+    TaskStatus,
+)
+from weave_core.dispatch.queues import release_txn
+from weave_core.errors import PayloadTooLargeError
+from weave_core.exactjson import JSON
+from weave_core.faults import fault_point
+from weave_core.limits import DEFAULT_LIMITS, Limits
+from weave_core.schema import (
+    weave_activations,
+    weave_inbox,
+    weave_task_attempts,
+    weave_task_events,
+    weave_tasks,
+)
+
+
+def record_event_txn(
+    conn: Connection,
+    task: Row[Any],
+    *,
+    revision: int,
+    event_type: str,
+    now: datetime,
+    attempt_id: str | None = None,
+    payload: JSON = None,
+) -> None:
+    """One row of the task's status history (also used for refused reports)."""
+    conn.execute(
+        sa.insert(weave_task_events).values(
+            namespace=task.namespace,
+            task_id=task.task_id,
+            revision=revision,
+            event_type=event_type,
+            attempt_id=attempt_id,
+            occurred_at=now,
+            payload=None if payload is None else exactjson.dumps(payload),
+        )
+    )
+
+
+def finish_attempt_txn(
+    conn: Connection,
+    attempt_id: str,
+    *,
+    now: datetime,
+    end: AttemptEnd,
+    report_hash: str | None,
+) -> None:
+    """Close an attempt (only once: a finished attempt keeps its first ending)."""
+    a = weave_task_attempts
+    conn.execute(
+        sa.update(a)
+        .where(a.c.attempt_id == attempt_id, a.c.finished_at.is_(None))
+        .values(finished_at=now, outcome=end.value, report_hash=report_hash)
+    )
+
+
+def verify_owner_txn(conn: Connection, task: Row[Any]) -> str:
+    """The id of the activation that owns this workflow task, or refuse the result.
+
+    Checks: the activation exists in the task's namespace, its ``task_id`` is this task,
+    and its gate is the task's gate. A plain read (see the module docstring).
+    """
+    act = weave_activations
+    row = conn.execute(
+        sa.select(act.c.namespace, act.c.task_id, act.c.gate_id).where(
+            act.c.activation_id == task.owner_id
+        )
+    ).one_or_none()
+    problem = None
+    if task.owner_id is None:
+        problem = "the task names no owning activation"
+    elif row is None or row.namespace != task.namespace:
+        problem = f"activation {task.owner_id!r} does not exist in namespace {task.namespace!r}"
+    elif row.task_id != task.task_id:
+        problem = f"activation {task.owner_id!r} is bound to task {row.task_id!r}, not this one"
+    elif row.gate_id != task.gate_id:
+        problem = (
+            f"activation {task.owner_id!r} has gate {row.gate_id!r}, the task {task.gate_id!r}"
+        )
+    if problem is not None:
+        raise TaskOwnerUnverifiedError(
+            f"result of task {task.task_id!r} refused: {problem}",
+            details={"task_id": task.task_id, "owner_id": task.owner_id},
+        )
+    assert task.owner_id is not None
+    return str(task.owner_id)
+
+
+def build_snapshot(
+    task: Row[Any],
+    *,
+    status: TaskStatus,
+    revision: int,
+    result: JSON,
+    error: JSON,
+    effect_unknown: bool,
+) -> dict[str, JSON]:
+    """The frozen snapshot (schema_version 1) the consumer reads instead of the task."""
+    return {
+        "schema_version": SNAPSHOT_SCHEMA_VERSION,
+        "task_id": task.task_id,
+        "queue": task.queue,
+        "handler": task.handler,
+        "handler_version": task.handler_version,
+        "status": status.value,
+        "revision": revision,
+        "result": result,
+        "error": error,
+        "effect_unknown": effect_unknown,
+        "current_attempt_id": task.current_attempt_id,
+        "attempts_used": int(task.attempts_used),
+    }
+
+
+def settle_txn(
+    conn: Connection,
+    task: Row[Any],
+    *,
+    now: datetime,
+    status: TaskStatus,
+    actor: str,
+    attempt_end: AttemptEnd | None = None,
+    report_hash: str | None = None,
+    result: JSON = None,
+    error: JSON = None,
+    effect_unknown: bool = False,
+    limits: Limits = DEFAULT_LIMITS,
+    operation_id: str | None = None,
+    audit_metadata: dict[str, JSON] | None = None,
+) -> int:
+    """Settle ``task`` (locked, unsettled, with quota and queue locked before it) in the
+    order of the module docstring. Returns the new revision."""
+    if status not in SETTLED:
+        raise ValueError(f"{status} is not a settled status")
+    assert TaskStatus(task.status) in (TaskStatus.PENDING, TaskStatus.RUNNING)
+    revision = int(task.revision) + 1
+    effect_unknown = effect_unknown or bool(task.effect_unknown)
+    event_type = EVENT_BY_STATUS[status]
+
+    # 1. task and attempt
+    t = weave_tasks
+    conn.execute(
+        sa.update(t)
+        .where(t.c.task_id == task.task_id)
+        .values(
+            status=status.value,
+            revision=revision,
+            result=None if result is None else exactjson.dumps(result),
+            error=None if error is None else exactjson.dumps(error),
+            effect_unknown=effect_unknown,
+            timeout_at=None,
+            start_by=None,
+            updated_at=now,
+        )
+    )
+    if task.current_attempt_id is not None and attempt_end is not None:
+        finish_attempt_txn(
+            conn, task.current_attempt_id, now=now, end=attempt_end, report_hash=report_hash
+        )
+    fault_point("delivery.after_task")
+
+    # 2. permit and usage
+    release_txn(conn, task.namespace, task.queue, now)
+    fault_point("delivery.after_release")
+
+    # 3. status event
+    record_event_txn(
+        conn, task, revision=revision, event_type=event_type, now=now,
+        attempt_id=task.current_attempt_id,
+        payload={"error": error} if error is not None else None,
+    )
+    fault_point("delivery.after_event")
+
+    inbox_id: int | None = None
+    if task.owner_kind == OwnerKind.WORKFLOW_ACTIVATION:
+        # 4. owning activation
+        activation_id = verify_owner_txn(conn, task)
+        fault_point("delivery.after_owner_check")
+
+        # 5. inbox row with the frozen snapshot
+        snapshot = build_snapshot(
+            task, status=status, revision=revision, result=result, error=error,
+            effect_unknown=effect_unknown,
+        )
+        text = exactjson.dumps(snapshot)
+        size = len(text.encode("utf-8"))
+        if size > limits.max_snapshot_bytes:
+            raise PayloadTooLargeError(
+                f"result snapshot of {size} bytes exceeds {limits.max_snapshot_bytes} bytes",
+                details={"limit_bytes": limits.max_snapshot_bytes},
+            )
+        inserted = conn.execute(
+            sa.insert(weave_inbox).values(
+                namespace=task.namespace,
+                event_id=f"{task.task_id}:{revision}",
+                event_type=event_type,
+                source_task_id=task.task_id,
+                source_activation_id=activation_id,
+                source_revision=revision,
+                snapshot=text,
+                state=InboxState.PENDING.value,
+                available_at=now,
+                row_version=1,
+                created_at=now,
+            )
+        )
+        key = inserted.inserted_primary_key
+        inbox_id = None if key is None else int(key[0])
+        fault_point("delivery.after_inbox")
+
+    # 6. audit
+    metadata: dict[str, JSON] = {
+        "revision": revision,
+        "attempt_id": task.current_attempt_id,
+        "effect_unknown": effect_unknown,
+    }
+    if inbox_id is not None:
+        metadata["inbox_id"] = inbox_id
+    if error is not None:
+        metadata["error"] = error
+    metadata.update(audit_metadata or {})
+    write_audit(
+        conn, namespace=task.namespace, actor=actor, action=event_type, object_type="task",
+        object_id=task.task_id, operation_id=operation_id, metadata=metadata, at=now,
+    )
+    fault_point("delivery.after_audit")
+    return revision
+
+
+__all__ = [
+    "build_snapshot",
+    "finish_attempt_txn",
+    "record_event_txn",
+    "settle_txn",
+    "verify_owner_txn",
+]

@@ -1,0 +1,225 @@
+"""Queue capacity and the namespace task quota: reservation on create, release on settle.
+
+An outstanding task (PENDING or RUNNING) holds one unit of its queue's capacity (the
+"execution permit") and one of its namespace's quota ("usage"). Both are counters on rows
+locked in the order of R-6.2 (quota, then queues sorted by name), changed by conditional
+UPDATEs so that a full queue is detected without a read (MariaDB fact 4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql as mysql_dialect
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.engine import Connection
+
+from weave_core.audit import write_audit
+from weave_core.db import Database
+from weave_core.dispatch.errors import QueueFullError, QuotaExceededError
+from weave_core.dispatch.model import (
+    DEFAULT_NAMESPACE_QUOTA,
+    DEFAULT_QUEUE_CAPACITY,
+    check_name,
+)
+from weave_core.errors import Problem, ValidationError
+from weave_core.locks import lock_namespace_quota, lock_queues
+from weave_core.schema import weave_namespace_quotas, weave_queues
+
+MAX_CAPACITY = 10_000_000
+
+
+@dataclass(frozen=True)
+class QueueState:
+    namespace: str
+    name: str
+    capacity: int
+    outstanding: int
+
+
+@dataclass(frozen=True)
+class QuotaState:
+    namespace: str
+    task_quota: int
+    outstanding: int
+
+
+def _insert_missing(conn: Connection, table: sa.Table, values: dict[str, Any]) -> None:
+    """Insert a row unless its key exists (two creators racing both succeed)."""
+    if conn.dialect.name == "sqlite":
+        conn.execute(sqlite_dialect.insert(table).values(**values).on_conflict_do_nothing())
+    else:
+        stmt = mysql_dialect.insert(table).values(**values)
+        conn.execute(stmt.on_duplicate_key_update(namespace=table.c.namespace))
+
+
+def _ensure_quota(conn: Connection, namespace: str, now: datetime) -> None:
+    _insert_missing(conn, weave_namespace_quotas, {
+        "namespace": namespace, "task_quota": DEFAULT_NAMESPACE_QUOTA, "outstanding": 0,
+        "updated_at": now,
+    })
+
+
+def _ensure_queue(conn: Connection, namespace: str, queue: str, now: datetime) -> None:
+    _insert_missing(conn, weave_queues, {
+        "namespace": namespace, "name": queue, "capacity": DEFAULT_QUEUE_CAPACITY,
+        "outstanding": 0, "created_at": now, "updated_at": now,
+    })
+
+
+def lock_capacity_txn(conn: Connection, namespace: str, queues: Sequence[str]) -> None:
+    """Take the quota lock, then the queue locks in sorted order (R-6.2 levels 2 and 3).
+
+    The runtime calls this first in a transaction that will create or settle tasks, before
+    it locks the instance; :func:`reserve_txn` and :func:`release_txn` then re-use the
+    locks already held. Rows missing yet are created by the first reservation.
+    """
+    lock_namespace_quota(conn, namespace)
+    lock_queues(conn, namespace, queues)
+
+
+def reserve_txn(conn: Connection, namespace: str, queue: str, now: datetime) -> None:
+    """Take one unit of the namespace quota and one of the queue capacity, or raise.
+
+    Raises :class:`QuotaExceededError` or :class:`QueueFullError` with nothing changed by
+    the failing step; the caller rolls back its savepoint (or transaction) to undo the
+    quota unit taken before a full queue was found.
+    """
+    q = weave_namespace_quotas
+    take_quota = (
+        sa.update(q)
+        .where(q.c.namespace == namespace, q.c.outstanding < q.c.task_quota)
+        .values(outstanding=q.c.outstanding + 1, updated_at=now)
+    )
+    if conn.execute(take_quota).rowcount == 0:
+        _ensure_quota(conn, namespace, now)
+        if conn.execute(take_quota).rowcount == 0:
+            raise QuotaExceededError(
+                f"namespace {namespace!r} has reached its task quota",
+                details={"namespace": namespace},
+            )
+    u = weave_queues
+    take_permit = (
+        sa.update(u)
+        .where(u.c.namespace == namespace, u.c.name == queue, u.c.outstanding < u.c.capacity)
+        .values(outstanding=u.c.outstanding + 1, updated_at=now)
+    )
+    if conn.execute(take_permit).rowcount == 0:
+        _ensure_queue(conn, namespace, queue, now)
+        if conn.execute(take_permit).rowcount == 0:
+            raise QueueFullError(
+                f"queue {queue!r} is at capacity", details={"namespace": namespace, "queue": queue}
+            )
+
+
+def release_txn(conn: Connection, namespace: str, queue: str, now: datetime) -> None:
+    """Give back the permit and the quota unit of one task that settled.
+
+    The caller already holds the quota and queue locks (taken in order before the task).
+    """
+    u = weave_queues
+    conn.execute(
+        sa.update(u)
+        .where(u.c.namespace == namespace, u.c.name == queue, u.c.outstanding > 0)
+        .values(outstanding=u.c.outstanding - 1, updated_at=now)
+    )
+    q = weave_namespace_quotas
+    conn.execute(
+        sa.update(q)
+        .where(q.c.namespace == namespace, q.c.outstanding > 0)
+        .values(outstanding=q.c.outstanding - 1, updated_at=now)
+    )
+
+
+def _check_limit(value: int, what: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_CAPACITY:
+        raise ValidationError(
+            f"{what} must be an integer between 0 and {MAX_CAPACITY}",
+            [Problem(f"$.{what}", "out_of_range", f"0..{MAX_CAPACITY}")],
+        )
+
+
+def set_queue_capacity(
+    db: Database, namespace: str, queue: str, capacity: int, *, actor: str
+) -> QueueState:
+    """Set a queue's capacity (creating the queue if needed). Lowering it below what the
+    queue holds refuses new tasks until enough settle; nothing accepted is dropped."""
+    check_name(queue, "queue")
+    _check_limit(capacity, "capacity")
+
+    def _set(conn: Connection) -> QueueState:
+        now = db.now(conn)
+        _ensure_queue(conn, namespace, queue, now)
+        row = lock_queues(conn, namespace, [queue])[0]
+        u = weave_queues
+        conn.execute(
+            sa.update(u).where(u.c.namespace == namespace, u.c.name == queue)
+            .values(capacity=capacity, updated_at=now)
+        )
+        write_audit(conn, namespace=namespace, actor=actor, action="queue.capacity_set",
+                    object_type="queue", object_id=queue,
+                    metadata={"capacity": capacity, "previous": int(row.capacity)}, at=now)
+        return QueueState(namespace, queue, capacity, int(row.outstanding))
+
+    return db.transaction(_set, name="set_queue_capacity")
+
+
+def set_namespace_quota(db: Database, namespace: str, quota: int, *, actor: str) -> QuotaState:
+    """Set the namespace's quota of outstanding tasks."""
+    _check_limit(quota, "quota")
+
+    def _set(conn: Connection) -> QuotaState:
+        now = db.now(conn)
+        _ensure_quota(conn, namespace, now)
+        row = lock_namespace_quota(conn, namespace)
+        assert row is not None
+        q = weave_namespace_quotas
+        conn.execute(
+            sa.update(q).where(q.c.namespace == namespace).values(task_quota=quota, updated_at=now)
+        )
+        write_audit(conn, namespace=namespace, actor=actor, action="namespace.quota_set",
+                    object_type="namespace", object_id=namespace,
+                    metadata={"task_quota": quota, "previous": int(row.task_quota)}, at=now)
+        return QuotaState(namespace, quota, int(row.outstanding))
+
+    return db.transaction(_set, name="set_namespace_quota")
+
+
+def get_queue(conn: Connection, namespace: str, queue: str) -> QueueState:
+    """A queue's capacity and usage (defaults if the queue was never used)."""
+    u = weave_queues
+    row = conn.execute(
+        sa.select(u.c.capacity, u.c.outstanding)
+        .where(u.c.namespace == namespace, u.c.name == queue)
+    ).one_or_none()
+    if row is None:
+        return QueueState(namespace, queue, DEFAULT_QUEUE_CAPACITY, 0)
+    return QueueState(namespace, queue, int(row.capacity), int(row.outstanding))
+
+
+def get_quota(conn: Connection, namespace: str) -> QuotaState:
+    """The namespace's quota and usage (defaults if never used)."""
+    q = weave_namespace_quotas
+    row = conn.execute(
+        sa.select(q.c.task_quota, q.c.outstanding).where(q.c.namespace == namespace)
+    ).one_or_none()
+    if row is None:
+        return QuotaState(namespace, DEFAULT_NAMESPACE_QUOTA, 0)
+    return QuotaState(namespace, int(row.task_quota), int(row.outstanding))
+
+
+__all__ = [
+    "QueueState",
+    "QuotaState",
+    "get_queue",
+    "get_quota",
+    "lock_capacity_txn",
+    "release_txn",
+    "reserve_txn",
+    "set_namespace_quota",
+    "set_queue_capacity",
+]

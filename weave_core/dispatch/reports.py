@@ -1,0 +1,263 @@
+"""Worker reports: heartbeat (lease renewal) and complete (the result), fenced by attempt.
+
+A report names its ``attempt_id``. Only the task's current attempt, RUNNING and within its
+lease, changes the task. Everything else gets a documented answer:
+
+=========================================  ===========================================
+report                                     answer
+=========================================  ===========================================
+same attempt, same content, already taken  200 replay: nothing changes
+same attempt, different content            409 ``report_conflict``: the first stands
+superseded attempt (task moved on)         409 ``attempt_superseded``: recorded + audited
+current attempt, lease expired             409 ``lease_expired``: expiry applied, recorded
+unknown attempt for this task              404 ``attempt_not_found``
+=========================================  ===========================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Row
+
+from weave_core import exactjson
+from weave_core.audit import write_audit
+from weave_core.db import Database
+from weave_core.dispatch.delivery import record_event_txn, settle_txn
+from weave_core.dispatch.errors import (
+    AttemptNotFoundError,
+    AttemptSupersededError,
+    LeaseExpiredError,
+    ReportConflictError,
+    TaskNotFoundError,
+)
+from weave_core.dispatch.leases import expire_one, expire_task_txn, reschedule_txn
+from weave_core.dispatch.model import (
+    AttemptEnd,
+    ReportOutcome,
+    TaskError,
+    TaskStatus,
+    TaskView,
+)
+from weave_core.dispatch.queues import lock_capacity_txn
+from weave_core.dispatch.tasks import get_task_txn, read_task_row
+from weave_core.dispatch.timing import lease_seconds, lease_until
+from weave_core.errors import ConflictError, PayloadTooLargeError, Problem, ValidationError
+from weave_core.exactjson import JSON
+from weave_core.faults import fault_point
+from weave_core.limits import DEFAULT_LIMITS, Limits
+from weave_core.locks import lock_task
+from weave_core.schema import weave_task_attempts, weave_tasks
+
+_REPORTED = frozenset({AttemptEnd.SUCCEEDED, AttemptEnd.FAILED, AttemptEnd.CANCELLED})
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    lease_expires_at: datetime
+    cancel_requested: bool
+
+
+@dataclass(frozen=True)
+class Report:
+    """A worker's result for one attempt (validated)."""
+
+    outcome: ReportOutcome
+    output: JSON = None
+    error: TaskError | None = None
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "outcome": self.outcome.value,
+            "output": self.output,
+            "error": None if self.error is None else self.error.to_json(),
+        }
+
+    def content_hash(self) -> str:
+        return exactjson.content_hash(self.to_json())
+
+    def check(self, limits: Limits) -> None:
+        problems: list[Problem] = []
+        if self.outcome == ReportOutcome.FAILED and self.error is None:
+            problems.append(Problem("$.error", "required", "a failed report carries an error"))
+        if self.outcome != ReportOutcome.SUCCEEDED and self.output is not None:
+            problems.append(Problem("$.output", "not_allowed", "only a success has output"))
+        if problems:
+            raise ValidationError("invalid report", problems)
+        size = exactjson.size_of(self.to_json())
+        if size > limits.max_value_bytes:
+            raise PayloadTooLargeError(
+                f"report of {size} bytes exceeds {limits.max_value_bytes} bytes",
+                details={"limit_bytes": limits.max_value_bytes},
+            )
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What a complete call did: the task afterwards, and whether it was a replay."""
+
+    task: TaskView
+    replay: bool = False
+
+
+def _attempt(conn: Connection, task_id: str, attempt_id: str) -> Row[Any]:
+    a = weave_task_attempts
+    row = conn.execute(
+        sa.select(a).where(a.c.attempt_id == attempt_id, a.c.task_id == task_id)
+    ).one_or_none()
+    if row is None:
+        raise AttemptNotFoundError(
+            f"attempt {attempt_id!r} does not belong to task {task_id!r}",
+            details={"task_id": task_id, "attempt_id": attempt_id},
+        )
+    return row
+
+
+def heartbeat(
+    db: Database,
+    *,
+    namespace: str,
+    task_id: str,
+    attempt_id: str,
+    actor: str,
+    limits: Limits = DEFAULT_LIMITS,
+) -> Heartbeat:
+    """Renew the attempt's lease; tells the worker whether cancellation was requested.
+
+    Works under a closed gate (started attempts keep renewing). After the lease expired:
+    the expiry is applied and ``LeaseExpiredError`` raised; from a superseded attempt:
+    ``AttemptSupersededError`` (nothing is recorded for a refused heartbeat).
+    """
+
+    def _beat(conn: Connection) -> Heartbeat | str:
+        now = db.now(conn)
+        task = lock_task(conn, task_id)
+        if task is None or task.namespace != namespace:
+            raise TaskNotFoundError(f"task {task_id!r} not found", details={"task_id": task_id})
+        attempt = _attempt(conn, task_id, attempt_id)
+        if (
+            task.status != TaskStatus.RUNNING
+            or task.current_attempt_id != attempt_id
+            or attempt.finished_at is not None
+        ):
+            raise AttemptSupersededError(
+                f"attempt {attempt_id!r} no longer holds task {task_id!r}",
+                details={"task_id": task_id, "attempt_id": attempt_id,
+                         "task_status": task.status},
+            )
+        if task.timeout_at is not None and task.timeout_at <= now:
+            return str(task.queue)  # expired: applied below, in lock order
+        lease = lease_until(now, lease_seconds(task), attempt.close_by, task.deadline_at)
+        a, t = weave_task_attempts, weave_tasks
+        conn.execute(sa.update(a).where(a.c.attempt_id == attempt_id)
+                     .values(lease_expires_at=lease, heartbeat_at=now))
+        conn.execute(sa.update(t).where(t.c.task_id == task_id).values(timeout_at=lease))
+        return Heartbeat(lease, bool(task.cancel_requested))
+
+    outcome = db.transaction(_beat, name="dispatch_heartbeat")
+    if isinstance(outcome, Heartbeat):
+        return outcome
+    expire_one(db, namespace, task_id, outcome, actor=actor, limits=limits)
+    raise LeaseExpiredError(
+        f"the lease of attempt {attempt_id!r} expired",
+        details={"task_id": task_id, "attempt_id": attempt_id},
+    )
+
+
+def _refuse_txn(
+    conn: Connection, task: Row[Any], *, attempt_id: str, now: datetime, actor: str,
+    reason: str, report: Report,
+) -> None:
+    payload: dict[str, JSON] = {
+        "attempt_id": attempt_id, "reason": reason, "outcome": report.outcome.value,
+        "report_hash": report.content_hash(),
+    }
+    record_event_txn(conn, task, revision=int(task.revision), event_type="task.report_refused",
+                     now=now, attempt_id=attempt_id, payload=payload)
+    write_audit(conn, namespace=task.namespace, actor=actor, action="task.report_refused",
+                object_type="task", object_id=task.task_id, metadata=payload, at=now)
+
+
+def complete(
+    db: Database,
+    *,
+    namespace: str,
+    task_id: str,
+    attempt_id: str,
+    report: Report,
+    actor: str,
+    limits: Limits = DEFAULT_LIMITS,
+) -> Completion:
+    """Take a worker's result for its attempt (see the module docstring for every case).
+
+    One transaction, locks in the R-6.2 order: namespace quota → queue → task; then the
+    result is settled through ``delivery.settle_txn`` (or a retry is scheduled). Refusals
+    that must be recorded commit first and raise afterwards.
+    """
+    report.check(limits)
+    report_hash = report.content_hash()
+
+    def _complete(conn: Connection) -> Completion | ConflictError:
+        now = db.now(conn)
+        peek = read_task_row(conn, namespace, task_id)
+        lock_capacity_txn(conn, namespace, [peek.queue])
+        task = lock_task(conn, task_id)
+        assert task is not None
+        attempt = _attempt(conn, task_id, attempt_id)
+        if attempt.report_hash is not None:
+            if attempt.report_hash == report_hash:
+                return Completion(get_task_txn(conn, namespace, task_id), replay=True)
+            raise ReportConflictError(
+                f"attempt {attempt_id!r} already reported a different result",
+                details={"task_id": task_id, "attempt_id": attempt_id},
+            )
+        details = {"task_id": task_id, "attempt_id": attempt_id}
+        if (
+            task.status != TaskStatus.RUNNING
+            or task.current_attempt_id != attempt_id
+            or attempt.finished_at is not None
+        ):
+            _refuse_txn(conn, task, attempt_id=attempt_id, now=now, actor=actor,
+                        reason="attempt_superseded", report=report)
+            return AttemptSupersededError(
+                f"attempt {attempt_id!r} no longer holds task {task_id!r}; report recorded, "
+                "task unchanged", details=details)
+        if task.timeout_at is not None and task.timeout_at <= now:
+            _refuse_txn(conn, task, attempt_id=attempt_id, now=now, actor=actor,
+                        reason="lease_expired", report=report)
+            expire_task_txn(conn, task, now=now, actor=actor, limits=limits)
+            return LeaseExpiredError(
+                f"the lease of attempt {attempt_id!r} expired before the report; report "
+                "recorded, expiry applied", details=details)
+        fault_point("report.before_settle")
+        if report.outcome == ReportOutcome.SUCCEEDED:
+            settle_txn(conn, task, now=now, status=TaskStatus.SUCCEEDED, actor=actor,
+                       attempt_end=AttemptEnd.SUCCEEDED, report_hash=report_hash,
+                       result=report.output, limits=limits)
+        elif report.outcome == ReportOutcome.CANCELLED:
+            settle_txn(conn, task, now=now, status=TaskStatus.CANCELLED, actor=actor,
+                       attempt_end=AttemptEnd.CANCELLED, report_hash=report_hash,
+                       error=None if report.error is None else report.error.to_json(),
+                       limits=limits)
+        else:
+            assert report.error is not None
+            error = report.error.to_json()
+            if not (report.error.retryable and reschedule_txn(
+                conn, task, now=now, actor=actor, attempt_end=AttemptEnd.FAILED, error=error,
+                report_hash=report_hash,
+            )):
+                settle_txn(conn, task, now=now, status=TaskStatus.FAILED, actor=actor,
+                           attempt_end=AttemptEnd.FAILED, report_hash=report_hash,
+                           error=error, limits=limits)
+        return Completion(get_task_txn(conn, namespace, task_id))
+
+    outcome = db.transaction(_complete, name="dispatch_complete")
+    if isinstance(outcome, ConflictError):
+        raise outcome
+    return outcome
+
+
+__all__ = ["Completion", "Heartbeat", "Report", "complete", "heartbeat"]

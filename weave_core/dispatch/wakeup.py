@@ -1,0 +1,201 @@
+"""In-process wake-up of waiting claimers, and the one-probe-per-second idle watcher.
+
+Claimers of one ``(namespace, queue)`` waiting in a long poll share one :class:`WakeupHub`
+per database per process. They wake when:
+
+- a transaction of this process that made a task claimable commits (the dispatch code
+  calls :func:`note_available_txn` inside the transaction; an engine ``commit`` listener
+  fires the wake-up after the commit, never before, and a rollback discards it);
+- the queue's watcher sees claimable work: while anyone waits on a queue, one watcher per
+  queue and process runs one cheap indexed probe (``ix_weave_tasks_claim``) at most once a
+  second, and sleeps exactly until a known future ``available_at`` if that is sooner.
+  This catches work made claimable by other processes, retries whose backoff ended and
+  gates opened elsewhere. Idle cost: one probe transaction per second per watched queue per
+  process, however many workers wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import weakref
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any, Final
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, Engine
+
+from weave_core.db import Database
+from weave_core.schema import weave_tasks
+
+logger = logging.getLogger(__name__)
+
+Key = tuple[str, str]  # (namespace, queue)
+
+PROBE_INTERVAL_S: Final = 1.0
+_INFO_KEY: Final = "weave_dispatch_wakeups"
+
+_hubs: weakref.WeakKeyDictionary[Engine, WakeupHub] = weakref.WeakKeyDictionary()
+_hubs_lock = threading.Lock()
+
+
+class _Waiter:
+    __slots__ = ("event", "handler_keys", "loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, handler_keys: frozenset[str]) -> None:
+        self.loop = loop
+        self.event = asyncio.Event()
+        self.handler_keys = handler_keys
+
+    def wake(self) -> None:
+        try:
+            self.loop.call_soon_threadsafe(self.event.set)
+        except RuntimeError:  # the loop closed: nobody waits any more
+            pass
+
+
+class WakeupHub:
+    """Waiting claimers of one database in this process, by queue."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._lock = threading.Lock()
+        self._waiters: dict[Key, set[_Waiter]] = {}
+        self._watchers: dict[Key, asyncio.Task[None]] = {}
+        self.probes = 0  # probe transactions run (tests and the idle benchmark read it)
+
+    def notify(self, keys: Iterable[Key]) -> None:
+        """Wake everyone waiting on these queues (thread-safe; any thread)."""
+        with self._lock:
+            targets = [w for key in keys for w in self._waiters.get(key, ())]
+        for waiter in targets:
+            waiter.wake()
+
+    def waiting(self, key: Key) -> int:
+        with self._lock:
+            return len(self._waiters.get(key, ()))
+
+    async def wait(self, key: Key, handler_keys: Iterable[str], timeout: float) -> bool:
+        """Wait until woken for ``key`` or ``timeout`` seconds pass; True when woken."""
+        loop = asyncio.get_running_loop()
+        waiter = _Waiter(loop, frozenset(handler_keys))
+        with self._lock:
+            self._waiters.setdefault(key, set()).add(waiter)
+            watcher = self._watchers.get(key)
+            if watcher is None or watcher.done() or watcher.get_loop() is not loop:
+                self._watchers[key] = loop.create_task(self._watch(key))
+        try:
+            async with asyncio.timeout(timeout):
+                await waiter.event.wait()
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            with self._lock:
+                waiters = self._waiters.get(key)
+                if waiters is not None:
+                    waiters.discard(waiter)
+                    if not waiters:
+                        del self._waiters[key]
+
+    def _handler_keys(self, key: Key) -> frozenset[str]:
+        with self._lock:
+            return frozenset().union(*(w.handler_keys for w in self._waiters.get(key, ())))
+
+    async def _watch(self, key: Key) -> None:
+        """Probe the queue at most once a second while anyone waits on it."""
+        try:
+            while True:
+                handler_keys = self._handler_keys(key)
+                if not handler_keys:
+                    return
+                try:
+                    due_in = await asyncio.to_thread(self._probe, key, handler_keys)
+                except Exception:  # the database is down: waiters time out and retry
+                    logger.warning("wake-up probe of %s failed", key, exc_info=True)
+                    due_in = None
+                if due_in is not None and due_in <= 0:
+                    self.notify([key])
+                    due_in = None
+                delay = PROBE_INTERVAL_S if due_in is None else min(PROBE_INTERVAL_S, due_in)
+                await asyncio.sleep(max(delay, 0.01))
+        finally:
+            with self._lock:
+                current = self._watchers.get(key)
+                if current is not None and current is asyncio.current_task():
+                    del self._watchers[key]
+
+    def _probe(self, key: Key, handler_keys: frozenset[str]) -> float | None:
+        """Seconds until the oldest claimable task is due (<= 0: due now), None: none."""
+        t = weave_tasks
+        stmt = (
+            sa.select(t.c.available_at)
+            .where(
+                t.c.namespace == key[0],
+                t.c.queue == key[1],
+                t.c.status == "PENDING",
+                t.c.gate_open == True,  # noqa: E712 - SQL comparison
+                t.c.handler_key.in_(sorted(handler_keys)),
+            )
+            .order_by(t.c.available_at, t.c.task_id)
+            .limit(1)
+        )
+
+        def _read(conn: Connection) -> tuple[datetime, datetime | None]:
+            return self._db.now(conn), conn.execute(stmt).scalar_one_or_none()
+
+        self.probes += 1
+        now, first = self._db.read(_read, name="dispatch_wakeup_probe")
+        return None if first is None else (first - now).total_seconds()
+
+
+def _on_commit(conn: Connection) -> None:
+    keys: set[Key] | None = conn.info.pop(_INFO_KEY, None)
+    if keys:
+        hub = _hubs.get(conn.engine)
+        if hub is not None:
+            hub.notify(keys)
+
+
+def _on_rollback(conn: Connection) -> None:
+    conn.info.pop(_INFO_KEY, None)
+
+
+def hub_for(db: Database) -> WakeupHub:
+    """This process's hub for ``db`` (created, with its commit listener, on first use)."""
+    with _hubs_lock:
+        hub = _hubs.get(db.engine)
+        if hub is None:
+            hub = WakeupHub(db)
+            _hubs[db.engine] = hub
+            event.listen(db.engine, "commit", _on_commit)
+            event.listen(db.engine, "rollback", _on_rollback)
+        return hub
+
+
+def note_available_txn(conn: Connection, namespace: str, queue: str) -> None:
+    """Inside a transaction: wake this queue's claimers once the transaction commits."""
+    if conn.engine in _hubs:
+        keys: Any = conn.info.setdefault(_INFO_KEY, set())
+        keys.add((namespace, queue))
+
+
+async def cancel_watchers(db: Database) -> None:
+    """Stop the watchers of ``db`` (server shutdown)."""
+    hub = _hubs.get(db.engine)
+    if hub is None:
+        return
+    with hub._lock:
+        tasks = list(hub._watchers.values())
+    for task in tasks:
+        task.cancel()
+    for task in tasks:
+        with contextlib.suppress(asyncio.CancelledError, RuntimeError):
+            await task
+
+
+__all__ = ["PROBE_INTERVAL_S", "WakeupHub", "cancel_watchers", "hub_for", "note_available_txn"]
