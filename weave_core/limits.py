@@ -44,6 +44,10 @@ class Limits:
     """Structural changes per advance (R-6.4)."""
     max_id_length: int = 128
     """Longest identifier (definition ids, versions, step ids, queue names)."""
+    max_unmatched_signals: int = 1000
+    """Accepted, not yet consumed signals one instance may hold (R-7.3)."""
+    signal_retention_seconds: int = 30 * 24 * 3600
+    """How long an accepted signal that no wait consumed is kept before it expires."""
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Limits:

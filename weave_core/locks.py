@@ -51,9 +51,12 @@ from weave_core.schema import (
     weave_namespace_quotas,
     weave_namespaces,
     weave_pending_advances,
+    weave_poll_rounds,
     weave_queues,
+    weave_signals,
     weave_steps,
     weave_tasks,
+    weave_waits,
 )
 
 
@@ -101,6 +104,9 @@ LOCK_ORDER: Final[tuple[LockStep, ...]] = (
             "weave_activations",
             "weave_inbox",
             "weave_pending_advances",
+            "weave_waits",
+            "weave_signals",
+            "weave_poll_rounds",
             "weave_tasks",
         ),
         "steps, activations, consumption records (inbox rows, pending advances); "
@@ -249,6 +255,13 @@ def lock_task(conn: Connection, task_id: str) -> Row[Any] | None:
     return lock_one(conn, LockLevel.RECORDS, t, t.c.task_id == task_id)
 
 
+CLAIM_COLUMNS: Final = (
+    "task_id", "namespace", "handler", "handler_version", "input", "attempts_used", "revision",
+    "heartbeat_timeout_s", "start_to_close_s", "deadline_at", "start_by", "cancel_requested",
+)
+"""The task columns :func:`lock_claimable_tasks` returns (what starting an attempt reads)."""
+
+
 def lock_claimable_tasks(
     conn: Connection,
     namespace: str,
@@ -262,6 +275,8 @@ def lock_claimable_tasks(
     Served by ``ix_weave_tasks_claim`` (equality on namespace, queue, status, gate_open;
     range and order on available_at): no filesort, so only the rows handed out are locked
     (MariaDB fact 5). Rows of other handlers are read and released (READ COMMITTED).
+    Returns only the columns a claim reads (:data:`CLAIM_COLUMNS`): a narrow row costs a
+    fraction of the whole task row to transfer and decode.
     """
     t = weave_tasks
     where = (
@@ -278,6 +293,7 @@ def lock_claimable_tasks(
             LockLevel.RECORDS,
             t,
             where,
+            columns=[t.c[name] for name in CLAIM_COLUMNS],
             order_by=(t.c.available_at, t.c.task_id),
             skip_locked=True,
             limit=limit,
@@ -337,6 +353,70 @@ def lock_pending_advance(conn: Connection, pending_id: int) -> Row[Any] | None:
     return lock_one(conn, LockLevel.RECORDS, t, t.c.id == pending_id)
 
 
+# --- durable waits (issue 6): wait records, signals, poll rounds ------------------------
+# Level 6, after the instance's steps and the activation: wait record -> signals (oldest
+# first) -> poll round -> pending or inbox row -> dispatch task.
+
+
+def lock_wait(conn: Connection, activation_id: str) -> Row[Any] | None:
+    """The wait record of one activation (primary key)."""
+    w = weave_waits
+    return lock_one(conn, LockLevel.RECORDS, w, w.c.activation_id == activation_id)
+
+
+def lock_open_waits(conn: Connection, instance_id: str) -> list[Row[Any]]:
+    """The OPEN waits of an instance, in activation-id order (``ix_weave_waits_instance``)."""
+    w = weave_waits
+    return list(lock_rows(conn, LockLevel.RECORDS, w,
+                          (w.c.instance_id == instance_id) & (w.c.state == "OPEN"),
+                          order_by=(w.c.activation_id,)))
+
+
+def lock_matching_signal(
+    conn: Connection, *, instance_id: str, name: str, correlation_key: str,
+    param_version: str, activation_id: str, accepted_by: datetime | None = None,
+) -> Row[Any] | None:
+    """The oldest ACCEPTED signal a wait may consume: same name, frozen correlation key and
+    parameter version, bound to this activation or to none (an early signal); with
+    ``accepted_by``, only one accepted at or before it (the boundary rule, R-7.2).
+
+    Served by ``ix_weave_signals_match`` (equality on instance, state, name, key, version;
+    order by ``accepted_at``, ``id``).
+    """
+    s = weave_signals
+    where = ((s.c.instance_id == instance_id) & (s.c.state == "ACCEPTED") & (s.c.name == name)
+             & (s.c.correlation_key == correlation_key) & (s.c.param_version == param_version)
+             & ((s.c.target_activation_id.is_(None))
+                | (s.c.target_activation_id == activation_id)))
+    if accepted_by is not None:
+        where = where & (s.c.accepted_at <= accepted_by)
+    rows = lock_rows(conn, LockLevel.RECORDS, s, where, order_by=(s.c.accepted_at, s.c.id),
+                     limit=1)
+    return rows[0] if rows else None
+
+
+def lock_bound_signals(conn: Connection, instance_id: str, activation_id: str
+                       ) -> Sequence[Row[Any]]:
+    """ACCEPTED signals bound to one activation (``ix_weave_signals_match`` prefix)."""
+    s = weave_signals
+    return lock_rows(conn, LockLevel.RECORDS, s,
+                     (s.c.instance_id == instance_id) & (s.c.state == "ACCEPTED")
+                     & (s.c.target_activation_id == activation_id),
+                     order_by=(s.c.accepted_at, s.c.id))
+
+
+def lock_signal(conn: Connection, row_id: int) -> Row[Any] | None:
+    """One signal row by its id (primary key)."""
+    s = weave_signals
+    return lock_one(conn, LockLevel.RECORDS, s, s.c.id == row_id)
+
+
+def lock_poll_round(conn: Connection, task_id: str) -> Row[Any] | None:
+    """The poll round a task serves (``uq_weave_poll_rounds_task``)."""
+    r = weave_poll_rounds
+    return lock_one(conn, LockLevel.RECORDS, r, r.c.task_id == task_id)
+
+
 __all__ = [
     "LOCK_ORDER",
     "LockLevel",
@@ -358,4 +438,13 @@ __all__ = [
     "lock_steps",
     "lock_task",
     "observing_locks",
+]
+
+__all__ += [
+    "lock_bound_signals",
+    "lock_matching_signal",
+    "lock_open_waits",
+    "lock_poll_round",
+    "lock_signal",
+    "lock_wait",
 ]

@@ -495,3 +495,133 @@ __all__ = [
     "weave_tasks",
     "weave_transitions",
 ]
+
+# --- durable waits (issue 6): wait records, signals, poll rounds ---------------------
+
+# One wait record per waiting activation (signal, timer, poll). Signal, timeout, cancel,
+# receipt and poll result race on ``version``: the one version-checked
+# UPDATE that moves ``state`` from OPEN wins, and ``winner`` says which fact it was.
+weave_waits = sa.Table(
+    "weave_waits",
+    metadata,
+    sa.Column("activation_id", sa.String(_ID), primary_key=True),
+    sa.Column("namespace", sa.String(_NAME), nullable=False),
+    sa.Column("instance_id", sa.String(_ID), nullable=False),
+    sa.Column("step_id", sa.String(_NAME), nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("version", sa.Integer(), nullable=False),
+    sa.Column("signal_name", sa.String(_NAME), nullable=True),
+    sa.Column("correlation_key", sa.String(256), nullable=True),
+    sa.Column("param_version", sa.String(_NAME), nullable=True),
+    sa.Column("opened_at", Timestamp, nullable=False),
+    sa.Column("due_at", Timestamp, nullable=True),
+    sa.Column("deadline_at", Timestamp, nullable=True),
+    sa.Column("max_rounds", sa.Integer(), nullable=True),
+    sa.Column("interval_seconds", sa.Integer(), nullable=True),
+    sa.Column("current_round", sa.Integer(), nullable=False),
+    sa.Column("next_round_at", Timestamp, nullable=True),
+    sa.Column("last_status", sa.String(16), nullable=True),
+    sa.Column("last_result", Document, nullable=True),
+    sa.Column("winner", sa.String(32), nullable=True),
+    sa.Column("winner_ref", sa.String(_NAME), nullable=True),
+    sa.Column("reason", sa.String(128), nullable=True),
+    sa.Column("settled_at", Timestamp, nullable=True),
+    sa.Column("updated_at", Timestamp, nullable=False),
+    sa.Index("ix_weave_waits_instance", "instance_id", "state"),
+    **TABLE_OPTIONS,
+)
+
+# Accepted signals: unique per (namespace, signal_id); ``target_activation_id`` is
+# the open wait the signal matched when it was accepted (NULL: an early signal, consumed by
+# the next matching wait). ``accepted_at`` (database time) decides "on time".
+weave_signals = sa.Table(
+    "weave_signals",
+    metadata,
+    sa.Column("id", BigId, primary_key=True, autoincrement=True),
+    sa.Column("namespace", sa.String(_NAME), nullable=False),
+    sa.Column("signal_id", sa.String(_NAME), nullable=False),
+    sa.Column("instance_id", sa.String(_ID), nullable=False),
+    sa.Column("name", sa.String(_NAME), nullable=False),
+    sa.Column("correlation_key", sa.String(256), nullable=False),
+    sa.Column("param_version", sa.String(_NAME), nullable=False),
+    sa.Column("payload", Document, nullable=True),
+    sa.Column("evidence", Document, nullable=True),
+    sa.Column("content_hash", sa.CHAR(64), nullable=False),
+    sa.Column("accepted_by", sa.String(255), nullable=False),
+    sa.Column("accepted_at", Timestamp, nullable=False),
+    sa.Column("expires_at", Timestamp, nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("version", sa.Integer(), nullable=False),
+    sa.Column("target_activation_id", sa.String(_ID), nullable=True),
+    sa.Column("consumed_by_activation_id", sa.String(_ID), nullable=True),
+    sa.Column("settled_at", Timestamp, nullable=True),
+    sa.Column("reason", sa.String(128), nullable=True),
+    sa.UniqueConstraint("namespace", "signal_id", name="uq_weave_signals_id"),
+    sa.Index(
+        "ix_weave_signals_match",
+        "instance_id", "state", "name", "correlation_key", "param_version", "accepted_at", "id",
+    ),
+    sa.Index("ix_weave_signals_expiry", "state", "expires_at", "id"),
+    **TABLE_OPTIONS,
+)
+
+# Poll rounds: exactly one task per (namespace, instance, activation, round).
+weave_poll_rounds = sa.Table(
+    "weave_poll_rounds",
+    metadata,
+    sa.Column("id", BigId, primary_key=True, autoincrement=True),
+    sa.Column("namespace", sa.String(_NAME), nullable=False),
+    sa.Column("instance_id", sa.String(_ID), nullable=False),
+    sa.Column("activation_id", sa.String(_ID), nullable=False),
+    sa.Column("round", sa.Integer(), nullable=False),
+    sa.Column("task_id", sa.String(_ID), nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("status", sa.String(32), nullable=True),
+    sa.Column("result", Document, nullable=True),
+    sa.Column("inbox_id", sa.BigInteger(), nullable=True),
+    sa.Column("result_accepted_at", Timestamp, nullable=True),
+    sa.Column("classification", sa.String(64), nullable=True),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("settled_at", Timestamp, nullable=True),
+    sa.UniqueConstraint(
+        "namespace", "instance_id", "activation_id", "round", name="uq_weave_poll_rounds_round"
+    ),
+    sa.UniqueConstraint("task_id", name="uq_weave_poll_rounds_task"),
+    **TABLE_OPTIONS,
+)
+
+WAIT_TABLES: Final = (weave_waits, weave_signals, weave_poll_rounds)
+
+__all__ += ["WAIT_TABLES", "weave_poll_rounds", "weave_signals", "weave_waits"]
+
+# --- controls (issue 7): operations of operators ---------------------------------------
+
+# One row per accepted control or review operation (pause, resume, cancel, review
+# conclusions, resolve, recover), unique per (namespace, operation_id): the operator
+# (``actor``), the reason, the version it expected, what it concerned and the response
+# body of its first outcome (a repeat of the id returns it, R-8.1).
+weave_operations = sa.Table(
+    "weave_operations",
+    metadata,
+    sa.Column("namespace", sa.String(_NAME), primary_key=True),
+    sa.Column("operation_id", sa.String(64), primary_key=True),
+    sa.Column("instance_id", sa.String(_ID), nullable=False),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("actor", sa.String(255), nullable=False),
+    sa.Column("reason", sa.String(1024), nullable=False),
+    sa.Column("expected_version", sa.Integer(), nullable=True),
+    sa.Column("step_id", sa.String(_NAME), nullable=True),
+    sa.Column("activation_id", sa.String(_ID), nullable=True),
+    sa.Column("new_activation_id", sa.String(_ID), nullable=True),
+    sa.Column("conclusion", sa.String(64), nullable=True),
+    sa.Column("evidence", Document, nullable=True),
+    sa.Column("request_hash", sa.CHAR(64), nullable=False),
+    sa.Column("outcome", Document, nullable=False),
+    sa.Column("revision", sa.BigInteger(), nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Index("ix_weave_operations_instance", "namespace", "instance_id", "created_at"),
+    **TABLE_OPTIONS,
+)
+
+__all__ += ["weave_operations"]

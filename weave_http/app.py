@@ -11,20 +11,44 @@ mapping of ``weave_http.problems`` → the router built from the route table.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 
 from weave_core.engine import Engine
+from weave_core.runtime.tick import TickLoop
 from weave_http.problems import EXCEPTION_HANDLERS, InternalErrorMiddleware
 from weave_http.routes import all_api_routes, starlette_routes
 
 
-def create_app(engine: Engine) -> Starlette:
-    """The Weave API application serving ``engine``."""
+def create_app(engine: Engine, *, tick: bool = False) -> Starlette:
+    """The Weave API application serving ``engine``.
+
+    ``tick=True`` runs the runtime's tick loop (R-6.1) on a background thread for the
+    application's lifetime (started and stopped by the ASGI lifespan; ``weave serve``
+    turns it on unless ``--no-tick``).
+    """
+
+    @asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        loop = TickLoop(engine) if tick else None
+        if loop is not None:
+            loop.start()
+        try:
+            yield
+        finally:
+            if loop is not None:
+                # Joining waits for the candidate in hand: keep the event loop free meanwhile.
+                await run_in_threadpool(loop.stop)
+
     app = Starlette(
         routes=starlette_routes(all_api_routes(), engine),
         middleware=[Middleware(InternalErrorMiddleware)],
         exception_handlers=dict(EXCEPTION_HANDLERS),
+        lifespan=lifespan,
     )
     app.state.engine = engine
     return app

@@ -351,6 +351,20 @@ class WorkflowDetail(WorkflowModel):
     activations: list[JsonObject]
     tasks: list[JsonObject]
     pending: list[JsonObject]
+    operations: list[JsonObject] = Field(
+        default_factory=list,
+        description="control and review operations, oldest first, with their operators")
+    cancel_requested: bool = Field(default=False, description="a cancel was accepted")
+    review: JsonObject | None = Field(
+        default=None,
+        description="reason, blocking_steps, unknown_effects (with their conclusions)")
+    waits: list[JsonObject] = Field(default_factory=list,
+                                    description="wait records: state, version, winner (issue 6)")
+    signals: list[JsonObject] = Field(default_factory=list,
+                                      description="accepted signals: ACCEPTED, CONSUMED, LOST "
+                                      "or EXPIRED, and the activation that consumed each")
+    poll_rounds: list[JsonObject] = Field(default_factory=list,
+                                          description="poll rounds: one task each")
 
 
 class WorkflowList(ApiModel):
@@ -367,6 +381,41 @@ class WorkflowHistory(ApiModel):
     next_cursor: int | None = Field(description="pass back as 'after' for the next page")
 
 
+
+# --- controls, review and recovery (issue 7) ----------------------------------------
+
+
+class ControlRequestModel(ApiModel):
+    """Pause, resume or cancel: the version you saw, a stable operation id, a reason."""
+
+    expected_control_version: int = Field(ge=0, description="the instance's control_version "
+                                          "as last read; stale → 409 control_version_conflict")
+    operation_id: str = Field(min_length=1, max_length=64, description=(
+        "stable id of this operation: a repeat returns the first outcome"))
+    reason: str = Field(min_length=1, max_length=1024)
+
+
+class ReviewRequestModel(ApiModel):
+    """One review action: ``conclude`` (step_id, conclusion, evidence), ``resolve``
+    (outcome), or ``recover`` (step_id, expected_state_version, optional conclusion)."""
+
+    action: Literal["conclude", "resolve", "recover"]
+    operation_id: str = Field(min_length=1, max_length=64)
+    reason: str = Field(min_length=1, max_length=1024)
+    step_id: str | None = Field(default=None, min_length=1, max_length=128)
+    expected_state_version: int | None = Field(default=None, ge=0)
+    conclusion: Literal["effect_confirmed_absent", "retry_safe", "effect_confirmed_present",
+                        "effect_unknown"] | None = None
+    evidence: JsonObject | None = None
+    outcome: Literal["continue", "failed", "cancelled"] = "continue"
+
+
+class ReviewResponse(ApiModel):
+    """The instance after the action, and the operation as recorded."""
+
+    workflow: WorkflowModel
+    operation: JsonObject
+
 def json_response(model: BaseModel, status_code: int = 200) -> Response:
     """A response whose body is ``model`` written as exact, canonical JSON."""
     return Response(
@@ -377,6 +426,7 @@ def json_response(model: BaseModel, status_code: int = 200) -> Response:
 
 
 RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
+    ReviewResponse,
     WorkflowModel,
     WorkflowDetail,
     WorkflowList,
@@ -395,6 +445,8 @@ RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
     QuotaModel,
 )
 REQUEST_MODELS: tuple[type[BaseModel], ...] = (
+    ControlRequestModel,
+    ReviewRequestModel,
     StartWorkflowRequest,
     DefinitionDocument,
     ClaimRequest,
@@ -419,6 +471,7 @@ __all__ = [
     "ClaimedTaskModel",
     "CompleteRequest",
     "CompleteResponse",
+    "ControlRequestModel",
     "CreateTaskRequest",
     "DefinitionDocument",
     "DefinitionList",
@@ -436,6 +489,8 @@ __all__ = [
     "QueueModel",
     "QuotaModel",
     "QuotaRequest",
+    "ReviewRequestModel",
+    "ReviewResponse",
     "StartWorkflowRequest",
     "TaskErrorModel",
     "TaskModel",
@@ -448,3 +503,51 @@ __all__ = [
     "json_response",
     "rfc3339",
 ]
+
+
+# --- signals (issue 6) ----------------------------------------------------------------
+
+
+class SignalRequest(ApiModel):
+    """Deliver a signal to one instance (idempotent on ``signal_id`` in the namespace)."""
+
+    signal_id: str = Field(min_length=1, max_length=128,
+                           description="stable id chosen by the sender; a retry reuses it")
+    name: str = Field(min_length=1, max_length=128)
+    correlation_key: str = Field(min_length=1, max_length=256,
+                                 description="the business operation this signal is about")
+    param_version: str = Field(default="1", min_length=1, max_length=128)
+    payload: AnyJson = None
+    evidence: list[AnyJson] = Field(default_factory=list, max_length=32,
+                                    description="evidence references (ids, URLs, objects)")
+
+
+class SignalModel(ApiModel):
+    """One signal: accepted (durably saved) and consumed are reported separately."""
+
+    signal_id: str
+    workflow_id: str
+    name: str
+    correlation_key: str
+    param_version: str
+    payload: AnyJson
+    evidence: AnyJson
+    state: Literal["ACCEPTED", "CONSUMED", "LOST", "EXPIRED"]
+    accepted_by: str
+    accepted_at: str
+    expires_at: str
+    target_activation_id: str | None
+    consumed_by_activation_id: str | None
+    settled_at: str | None
+    reason: str | None
+
+
+class SignalList(ApiModel):
+    """The signals of one instance, in acceptance order."""
+
+    items: list[SignalModel]
+
+
+RESPONSE_MODELS += (SignalModel, SignalList)
+REQUEST_MODELS += (SignalRequest,)
+__all__ += ["SignalList", "SignalModel", "SignalRequest"]

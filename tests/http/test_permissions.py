@@ -35,8 +35,12 @@ BOGUS_ATTEMPT = {"attempt_id": "no-such-attempt"}
 CLAIM_BODY = {"worker_id": "matrix", "handlers": [{"name": "hello", "version": "1"}],
               "max_tasks": 1, "wait_seconds": 0}
 TASK_BODY = {"queue": "matrix-q", "handler": "hello", "input": {}}
+STALE_CONTROL = {"expected_control_version": 999_999, "operation_id": "matrix-op",
+                 "reason": "permission matrix"}
+RESOLVE_BODY = {"action": "resolve", "operation_id": "matrix-review", "reason": "matrix"}
 START_BODY = {"definition_id": "matrix", "version": "1", "input": {},
               "idempotency_key": "matrix-start"}
+SIGNAL_BODY = {"signal_id": "matrix-signal", "name": "matrix", "correlation_key": "k"}
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,18 @@ PROTECTED_ROUTES = [
           declared=WORKFLOWS + "/{workflow_id}"),
     route("GET", WORKFLOWS + "/{wid}/history", Permission.READ, 200,
           declared=WORKFLOWS + "/{workflow_id}/history"),
+    # signals (issue 6): the first authorised signal is accepted (202), later ones replay (200)
+    route("POST", WORKFLOWS + "/{wid}/signals", Permission.SIGNAL, 200, 202,
+          declared=WORKFLOWS + "/{workflow_id}/signals", body=SIGNAL_BODY),
+    route("GET", WORKFLOWS + "/{wid}/signals", Permission.READ, 200,
+          declared=WORKFLOWS + "/{workflow_id}/signals"),
+    # controls and review (issue 7): a stale version / a running instance answer 409
+    *(route("POST", WORKFLOWS + "/{wid}/" + name, Permission.CONTROL, 409,
+            declared=WORKFLOWS + "/{workflow_id}/" + name, body=STALE_CONTROL,
+            ok_code="control_version_conflict") for name in ("pause", "resume", "cancel")),
+    route("POST", WORKFLOWS + "/{wid}/review", Permission.REVIEW, 409,
+          declared=WORKFLOWS + "/{workflow_id}/review", body=RESOLVE_BODY,
+          ok_code="not_in_review"),
     # dispatch
     route("POST", NS + "/queues/matrix-q/claim", Permission.WORK, 200,
           declared=NS + "/queues/{queue}/claim", body=CLAIM_BODY),

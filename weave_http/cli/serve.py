@@ -5,11 +5,15 @@ default) is migrated automatically; MySQL/MariaDB is refused with
 ``error[database_not_migrated]`` unless ``--migrate`` is given, so that a production
 schema only changes by an explicit act. It then prints one line saying where it listens
 (the real port, also with ``--port 0``) and serves until SIGINT/SIGTERM.
+
+Speed: uvloop and httptools are used when installed (they are dependencies), and the
+per-request access log is written only at ``--log-level debug``.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import socket
 import sys
@@ -55,12 +59,23 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--node-id", default=None, help="this node's id (default: host-pid-random)")
     parser.add_argument(
+        "--no-tick",
+        action="store_true",
+        help="do not run the runtime tick loop (tests; another process must run it)",
+    )
+    parser.add_argument(
         "--log-level",
         default="info",
         choices=["critical", "error", "warning", "info", "debug"],
         help="server log level (default info)",
     )
     parser.set_defaults(func=run)
+
+
+def _fastest(module: str, fallback: str) -> str:
+    """``module`` when it is installed (uvloop, httptools: several times the request rate
+    of the pure-Python defaults, BENCHMARKS.md L4), else ``fallback``."""
+    return module if importlib.util.find_spec(module) is not None else fallback
 
 
 def _display_url(url: str) -> str:
@@ -110,8 +125,12 @@ def run(args: argparse.Namespace) -> int:
         )
         logging.basicConfig(level=args.log_level.upper())
         config = uvicorn.Config(
-            create_app(engine),
+            create_app(engine, tick=not args.no_tick),
             log_level=args.log_level,
+            # One line per request is a write on the hot path: only at debug.
+            access_log=args.log_level == "debug",
+            loop=_fastest("uvloop", "asyncio"),
+            http=_fastest("httptools", "h11"),
             lifespan="on",
             server_header=False,
             proxy_headers=False,

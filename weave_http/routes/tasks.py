@@ -7,6 +7,7 @@ in-process by ``weave_core.dispatch.wakeup``), holding no connection while it wa
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from decimal import Decimal
 
@@ -34,7 +35,10 @@ from weave_core.dispatch import (
     set_namespace_quota,
     set_queue_capacity,
 )
+from weave_core.dispatch.model import OwnerKind
+from weave_core.engine import Engine
 from weave_core.identity import Permission
+from weave_core.runtime import consume_task_results
 from weave_http.body import read_json, validate_model
 from weave_http.models import (
     CancelTaskRequest,
@@ -55,6 +59,8 @@ from weave_http.models import (
     json_response,
 )
 from weave_http.routes import ApiRoute, Context
+
+logger = logging.getLogger(__name__)
 
 QUEUE = "/v1/namespaces/{ns}/queues/{queue}"
 CLAIM = QUEUE + "/claim"
@@ -131,6 +137,8 @@ async def complete_task(request: Request, ctx: Context) -> Response:
         done = complete(engine.db, namespace=namespace, task_id=task_id,
                         attempt_id=body.attempt_id, report=report, actor=principal.actor,
                         limits=engine.limits)
+        if not done.replay and done.task.owner_kind == OwnerKind.WORKFLOW_ACTIVATION:
+            _consume_at_once(engine, namespace, task_id)
         following: list[ClaimedTask] = []
         nxt = body.claim_next
         if nxt is not None:
@@ -144,6 +152,21 @@ async def complete_task(request: Request, ctx: Context) -> Response:
     return json_response(CompleteResponse(
         task=task_model(task), replay=replay, next_tasks=[claimed_model(t) for t in following]
     ))
+
+
+def _consume_at_once(engine: Engine, namespace: str, task_id: str) -> None:
+    """The fast path (DESIGN.md §0 step 4): consume the result this process just accepted.
+
+    The report has committed whatever happens here; if consuming fails, the inbox row stays
+    PENDING and the tick consumes it within a scan period, so the worker still gets its 200.
+    The failure is logged with its traceback, never dropped.
+    """
+    try:
+        consume_task_results(engine, namespace, task_id)
+    except Exception:  # the safety net (the tick) owns the retry; the report stands
+        logger.exception(
+            "consuming the result of task %s at once failed; the tick will retry it", task_id
+        )
 
 
 def _seconds_ms(value: float) -> int:

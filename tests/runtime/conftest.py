@@ -1,0 +1,55 @@
+"""Runtime fixtures: engines ("nodes") on a MariaDB database of the runtime tests alone, or
+a SQLite file.
+
+The runtime tests get their own session database (overriding ``mysql_url``): other test
+packages start live servers whose tick would consume rows these tests hold back on purpose
+(and the test clock offset is per database).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.conftest import create_mysql_database, drop_mysql_database
+from weave_core.db import Database
+from weave_core.engine import Engine
+from weave_core.limits import Limits
+from weave_core.migrate import upgrade
+from weave_core.plugins import PluginHost
+
+
+@pytest.fixture(scope="session")
+def mysql_url() -> Iterator[str]:
+    url = create_mysql_database("weave_rt")
+    upgrade(url)
+    yield url
+    drop_mysql_database(url)
+
+
+@pytest.fixture(scope="session")
+def mysql_db(mysql_url: str) -> Iterator[Database]:
+    db = Database.from_url(mysql_url)
+    yield db
+    db.dispose()
+
+
+@pytest.fixture(scope="session")
+def plugin_host() -> PluginHost:
+    return PluginHost.from_entry_points()
+
+
+def make_engine(db: Database, plugins: PluginHost, node_id: str = "node-a",
+                limits: Limits | None = None) -> Engine:
+    return Engine(db=db, plugins=plugins, limits=limits or Limits(), node_id=node_id)
+
+
+@pytest.fixture
+def engine(mysql_db: Database, plugin_host: PluginHost) -> Engine:
+    return make_engine(mysql_db, plugin_host)
+
+
+@pytest.fixture
+def any_engine(any_db: Database, plugin_host: PluginHost) -> Engine:
+    return make_engine(any_db, plugin_host)

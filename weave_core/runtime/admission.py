@@ -1,0 +1,252 @@
+"""Admission: start an instance in one transaction (R-3.1 to R-3.3).
+
+Idempotency record → instance (+ execution gate) → first activations and their tasks
+(the decision core's first plan, successors in a savepoint) → deadline record → audit,
+all committed together. ``latest`` is resolved once, at first acceptance, and pinned; the
+same (namespace, operation type, key) with the same request returns the original
+instance even after a newer version was published (R-3.2).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Final
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+
+from weave_core import exactjson
+from weave_core.definition_store import LATEST, get_definition
+from weave_core.dispatch.gates import create_gate_txn
+from weave_core.dispatch.queues import lock_capacity_txn
+from weave_core.engine import Engine
+from weave_core.errors import ConflictError, NotFoundError, Problem, ValidationError
+from weave_core.exactjson import JSON
+from weave_core.exactschema import ExactValidator
+from weave_core.locks import lock_namespace_shared
+from weave_core.program import Program
+from weave_core.runtime.advance import advance_txn
+from weave_core.runtime.history import History
+from weave_core.runtime.instances import (
+    FailurePolicy,
+    InstanceStatus,
+    InstanceView,
+    new_instance_id,
+    new_operation_id,
+)
+from weave_core.runtime.pending import DEADLINE_REF, PendingKind, PendingReason, schedule_txn
+from weave_core.runtime.programs import programs
+from weave_core.runtime.snapshot import LockedInstance
+from weave_core.schema import weave_idempotency, weave_instances
+
+DEFAULT_OPERATION_TYPE: Final = "start"
+_OPERATION_TYPE_RE: Final = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+MAX_IDEMPOTENCY_KEY: Final = 255
+
+
+class IdempotencyConflictError(ConflictError):
+    """The idempotency key was used before with a different request."""
+
+    code = "idempotency_conflict"
+
+
+@dataclass(frozen=True)
+class StartRequest:
+    definition_id: str
+    version: str
+    input: JSON
+    idempotency_key: str
+    operation_type: str = DEFAULT_OPERATION_TYPE
+
+    def request_hash(self) -> str:
+        # The version as asked ("latest" stays "latest"): a later publish changes nothing.
+        return exactjson.content_hash(
+            {"definition_id": self.definition_id, "version": self.version, "input": self.input}
+        )
+
+
+@dataclass(frozen=True)
+class StartResult:
+    created: bool
+    """True: a new instance (201); False: the original of this idempotency key (200)."""
+    instance: InstanceView
+
+
+def _check(request: StartRequest) -> None:
+    problems: list[Problem] = []
+    key = request.idempotency_key
+    if not isinstance(key, str) or not 1 <= len(key) <= MAX_IDEMPOTENCY_KEY:
+        problems.append(Problem("$.idempotency_key", "invalid_field",
+                                f"1 to {MAX_IDEMPOTENCY_KEY} characters"))
+    if not isinstance(request.operation_type, str) or not _OPERATION_TYPE_RE.fullmatch(
+        request.operation_type
+    ):
+        problems.append(Problem("$.operation_type", "invalid_field",
+                                "1-64 of a-z 0-9 . _ - starting with a letter or digit"))
+    if problems:
+        raise ValidationError("invalid start request", problems)
+
+
+def input_problems(schema: Any, value: JSON) -> list[Problem]:
+    """Every way ``value`` breaks the definition's ``input_schema`` (exact numbers)."""
+    if not schema:
+        return []
+    errors = sorted(ExactValidator(schema).iter_errors(value),
+                    key=lambda e: [str(p) for p in e.absolute_path])
+    return [
+        Problem("$.input" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}"
+                                    for p in e.absolute_path), "schema_violation", e.message)
+        for e in errors
+    ]
+
+
+def _existing(conn: Connection, namespace: str, request: StartRequest) -> InstanceView | None:
+    k = weave_idempotency
+    row = conn.execute(
+        sa.select(k.c.request_hash, k.c.instance_id).where(
+            k.c.namespace == namespace, k.c.operation_type == request.operation_type,
+            k.c.idempotency_key == request.idempotency_key,
+        )
+    ).one_or_none()
+    if row is None:
+        return None
+    if row.request_hash != request.request_hash():
+        raise IdempotencyConflictError(
+            "this idempotency key was used with a different request",
+            details={"idempotency_key": request.idempotency_key,
+                     "operation_type": request.operation_type, "workflow_id": row.instance_id},
+        )
+    return read_instance(conn, namespace, row.instance_id)
+
+
+def read_instance(conn: Connection, namespace: str, instance_id: str) -> InstanceView:
+    i = weave_instances
+    row = conn.execute(
+        sa.select(i).where(i.c.instance_id == instance_id, i.c.namespace == namespace)
+    ).mappings().one_or_none()
+    if row is None:
+        raise NotFoundError(f"workflow {instance_id!r} not found",
+                            details={"workflow_id": instance_id})
+    return InstanceView.from_row(row)
+
+
+def queues_of(program: Program) -> list[str]:
+    """The sorted queues the version's steps use (locked in this order, R-6.2)."""
+    found: set[str] = set()
+    for step_id in program.step_ids():
+        if program.is_composite(step_id):
+            continue
+        queue = getattr(program.config(step_id), "queue", None)
+        if isinstance(queue, str):
+            found.add(queue)
+    return sorted(found)
+
+
+def _document_field(program: Program, name: str) -> Any:
+    document = program.document()
+    assert isinstance(document, dict)
+    return document.get(name)
+
+
+def start_workflow(
+    engine: Engine, namespace: str, request: StartRequest, *, actor: str
+) -> StartResult:
+    """Start (or find the original of) one instance; see the module docstring."""
+    _check(request)
+    db = engine.db
+    original = db.read(lambda conn: _existing(conn, namespace, request), name="start_lookup")
+    if original is not None:
+        return StartResult(False, original)
+    record = get_definition(db, namespace, request.definition_id, request.version or LATEST)
+    cache = programs(engine)
+    key = (namespace, record.definition_id, record.version)
+    program = cache.cached(key) or cache.compile_document(key, record.document)
+    problems = input_problems(_document_field(program, "input_schema"), request.input)
+    if problems:
+        raise ValidationError("the input does not match the definition's input_schema",
+                              problems)
+    queues = queues_of(program)
+    seconds = _document_field(program, "deadline_seconds") or engine.limits.max_deadline_seconds
+    policy = _document_field(program, "failure_policy") or FailurePolicy.REVIEW.value
+    from weave_core.runtime.waits import start_problems  # issue 6
+
+    wait_problems = start_problems(program, int(seconds), engine.limits)
+    if wait_problems:
+        raise ValidationError("the definition's waits do not fit this start", wait_problems)
+
+    def _start(conn: Connection) -> StartResult:
+        if lock_namespace_shared(conn, namespace) is None:
+            raise NotFoundError(f"namespace {namespace!r} not found",
+                                details={"namespace": namespace})
+        again = _existing(conn, namespace, request)
+        if again is not None:
+            return StartResult(False, again)
+        lock_capacity_txn(conn, namespace, queues)
+        now = db.now(conn)
+        instance_id = new_instance_id()
+        gate_id = create_gate_txn(conn, namespace=namespace, now=now)
+        deadline_at = now + timedelta(seconds=int(seconds))
+        conn.execute(sa.insert(weave_idempotency).values(
+            namespace=namespace, operation_type=request.operation_type,
+            idempotency_key=request.idempotency_key, request_hash=request.request_hash(),
+            instance_id=instance_id, created_at=now,
+        ))
+        conn.execute(sa.insert(weave_instances).values(
+            instance_id=instance_id, namespace=namespace, definition_id=record.definition_id,
+            version=record.version, content_hash=record.content_hash,
+            input=exactjson.dumps(request.input), queues=exactjson.dumps(queues),
+            failure_policy=policy, status=InstanceStatus.RUNNING.value, paused=False,
+            control_version=0, revision=0, root_version=0, gate_id=gate_id,
+            deadline_at=deadline_at, output=None, review_reason=None,
+            operation_type=request.operation_type, idempotency_key=request.idempotency_key,
+            created_by=actor, created_at=now, updated_at=now, settled_at=None,
+        ))
+        li = LockedInstance(
+            instance_id=instance_id, namespace=namespace, definition_id=record.definition_id,
+            version=record.version, content_hash=record.content_hash,
+            input=exactjson.canonicalize(request.input), queues=tuple(queues),
+            failure_policy=policy, status=InstanceStatus.RUNNING, paused=False,
+            gate_id=gate_id, gate_open=True, namespace_disabled=False,
+            deadline_at=deadline_at, revision=0, root_version=0, control_version=0,
+            review_reason=None, steps={},
+        )
+        operation_id = new_operation_id()
+        history = History(namespace, instance_id, 0, operation_id, now)
+        history.record("instance.created", to_state=InstanceStatus.RUNNING.value,
+                       details={"definition_id": record.definition_id,
+                                "version": record.version,
+                                "deadline_at": deadline_at.isoformat() + "Z"})
+        outcome = advance_txn(conn, engine, li, history, program, now=now)
+        schedule_txn(conn, namespace=namespace, instance_id=instance_id,
+                     kind=PendingKind.ROOT, ref=DEADLINE_REF, due_at=deadline_at,
+                     reason=PendingReason.DEADLINE.value, root_version=li.root_version,
+                     root_identity=li.root_identity, now=now)
+        history.write(conn, actor=actor, action="workflow.started", metadata={
+            "definition_id": record.definition_id, "version": record.version,
+            "requested_version": request.version, "idempotency_key": request.idempotency_key,
+            "operation_type": request.operation_type, "decisions": outcome.applied,
+            "deferred": outcome.deferred,
+        })
+        li.flush(conn, revision=history.revision, now=now)
+        return StartResult(True, read_instance(conn, namespace, instance_id))
+
+    try:
+        return db.transaction(_start, name="start_workflow")
+    except IntegrityError:
+        # Another start with this key committed between our check and our insert.
+        return db.transaction(_start, name="start_workflow")
+
+
+__all__ = [
+    "DEFAULT_OPERATION_TYPE",
+    "IdempotencyConflictError",
+    "StartRequest",
+    "StartResult",
+    "input_problems",
+    "queues_of",
+    "read_instance",
+    "start_workflow",
+]

@@ -1,0 +1,186 @@
+"""Continuing a pending advance: ROOT checkpoints and retries, deadlines, timers (R-6.4).
+
+:func:`run_pending` handles one ``weave_pending_advances`` row in its own transaction:
+the row is read unlocked to learn its instance, the chain is taken in order, and the row
+is locked last and re-checked (still PENDING, still due). Then:
+
+- ``ROOT`` / ``""``: a checkpoint or a full-queue retry. A checkpoint naming another
+  definition version (wrong root identity) or a root version ahead of the instance is
+  refused (the instance goes to review); a stale one recomputes from the locked snapshot.
+- ``ROOT`` / ``"deadline"``: the instance deadline (R-6.7): past it, an unfinished
+  instance goes to review.
+- ``TIMER`` / activation: the timer's step settles and the instance advances.
+
+A retry that changes nothing (the queue or quota is still full) writes no audit and no
+history: only the row's due time moves (R-6.5).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from weave_core.engine import Engine
+from weave_core.exactjson import JSON
+from weave_core.locks import lock_activation, lock_pending_advance
+from weave_core.nodespec import Fact, FactKind, StepOutcome, StepResult
+from weave_core.program import Program
+from weave_core.runtime.advance import advance_txn, to_review
+from weave_core.runtime.consumer import RETRY_DELAY
+from weave_core.runtime.history import History
+from weave_core.runtime.instances import ActivationState, ReviewReason, new_operation_id
+from weave_core.runtime.pending import (
+    DEADLINE_REF,
+    ROOT_REF,
+    PendingKind,
+    PendingState,
+    finish_txn,
+)
+from weave_core.runtime.programs import programs
+from weave_core.runtime.snapshot import LockedInstance, lock_chain
+from weave_core.schema import weave_activations, weave_pending_advances
+from weave_core.snapshot import Phase
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PendingResult:
+    pending_id: int
+    outcome: str
+    """``advanced``, ``unchanged`` (nothing to record), ``refused``, ``skipped``,
+    ``deferred`` (failed; retried 30 s later)."""
+    instance_id: str | None = None
+
+
+def _peek(conn: Connection, pending_id: int) -> Any:
+    p = weave_pending_advances
+    return conn.execute(
+        sa.select(p.c.namespace, p.c.instance_id, p.c.state, p.c.version)
+        .where(p.c.id == pending_id)
+    ).one_or_none()
+
+
+def _fire_timer(conn: Connection, engine: Engine, li: LockedInstance, history: History,
+                program: Program, activation_id: str, now: Any, due_at: Any) -> None:
+    act = lock_activation(conn, activation_id)
+    if act is None or act.state != ActivationState.ACTIVE.value:
+        return
+    step = li.step(act.step_id)
+    if step is None or step.activation_id != activation_id or step.phase is not Phase.ACTIVE:
+        return
+    try:
+        result = program.interpret(act.step_id, Fact(FactKind.TIMER))
+    except NotImplementedError:  # a plugin defect: never a silent success
+        result = StepResult(StepOutcome.NEEDS_REVIEW, reason="kind_cannot_interpret")
+    phase = Phase.SUCCEEDED if result.outcome is StepOutcome.SUCCEEDED else Phase.NEEDS_REVIEW
+    step.phase, step.version = phase, step.version + 1
+    step.output = result.output if phase is Phase.SUCCEEDED else None
+    step.reason = result.reason
+    li.put_step(step)
+    a = weave_activations
+    conn.execute(sa.update(a).where(a.c.activation_id == activation_id).values(
+        state=phase.value, state_version=int(act.state_version) + 1, reason=result.reason,
+        updated_at=now, settled_at=now,
+    ))
+    history.record(f"step.{phase.value.lower()}", step_id=act.step_id,
+                   activation_id=activation_id, from_state=Phase.ACTIVE.value,
+                   to_state=phase.value, reason=result.reason, details={"fact": "timer"})
+    if phase is Phase.SUCCEEDED:
+        # The timer's fact happened at its due time, however late the tick saw it.
+        advance_txn(conn, engine, li, history, program, now=now, fact_at=due_at)
+    else:
+        to_review(conn, li, history, result.reason or "timer_review", now=now)
+
+
+def _run_txn(conn: Connection, engine: Engine, pending_id: int, peek: Any) -> PendingResult:
+    now = engine.db.now(conn)
+    li = lock_chain(conn, peek.namespace, peek.instance_id)
+    row = lock_pending_advance(conn, pending_id)
+    if row is None or row.state != PendingState.PENDING.value or row.due_at > now:
+        return PendingResult(pending_id, "skipped")
+    if li is None or li.terminal:
+        finish_txn(conn, pending_id, int(row.version), PendingState.DONE, now)
+        return PendingResult(pending_id, "unchanged", peek.instance_id)
+    finish_txn(conn, pending_id, int(row.version), PendingState.DONE, now)
+    history = History(li.namespace, li.instance_id, li.revision, new_operation_id(), now)
+    program = programs(engine).get(conn, li.namespace, li.definition_id, li.version)
+    metadata: dict[str, JSON] = {
+        "source": {"checkpoint_id": pending_id, "kind": row.kind, "ref": row.ref},
+        "node": engine.node_id, "reason": row.reason,
+    }
+    outcome = "advanced"
+    kind = PendingKind(row.kind)
+    if kind is PendingKind.ROOT and row.ref == ROOT_REF:
+        refused = None
+        if row.root_identity != li.root_identity:
+            refused = "wrong_root_identity"
+        elif int(row.root_version) > li.root_version:
+            refused = "checkpoint_ahead"
+        if refused is not None:
+            finish_txn(conn, pending_id, int(row.version) + 1, PendingState.REFUSED, now)
+            history.record("checkpoint.refused", reason=refused,
+                           details={"checkpoint_id": pending_id,
+                                    "root_version": int(row.root_version),
+                                    "root_identity": row.root_identity})
+            to_review(conn, li, history, ReviewReason.CHECKPOINT_REFUSED.value, now=now,
+                      close_gate=True)
+            outcome = "refused"
+        else:
+            advance_txn(conn, engine, li, history, program, now=now)
+    elif kind is PendingKind.ROOT and row.ref == DEADLINE_REF:
+        advance_txn(conn, engine, li, history, program, now=now)
+    elif kind in (PendingKind.TIMER, PendingKind.POLL, PendingKind.SIGNAL):
+        from weave_core.runtime.waits import wait_pending_txn
+
+        if not wait_pending_txn(conn, engine, li, history, program, kind, row.ref, now) \
+                and kind is PendingKind.TIMER:
+            _fire_timer(conn, engine, li, history, program, row.ref, now,
+                        row.due_at)  # an activation without a wait record
+    if not history.changed:
+        li.flush(conn, revision=li.revision, now=now)
+        return PendingResult(pending_id, "unchanged", li.instance_id)
+    history.write(conn, actor=engine.actor, action="workflow.advanced", metadata=metadata)
+    li.flush(conn, revision=history.revision, now=now)
+    return PendingResult(pending_id, outcome, li.instance_id)
+
+
+def _defer(engine: Engine, pending_id: int, version: int) -> None:
+    """Move a failing row 30 s later, only if nobody changed it since ``version``."""
+
+    def _move(conn: Connection) -> None:
+        now = engine.db.now(conn)
+        p = weave_pending_advances
+        conn.execute(
+            sa.update(p)
+            .where(p.c.id == pending_id, p.c.state == PendingState.PENDING.value,
+                   p.c.version == version)
+            .values(due_at=now + RETRY_DELAY, version=version + 1, updated_at=now)
+        )
+
+    engine.db.transaction(_move, name="pending_defer")
+
+
+def run_pending(engine: Engine, pending_id: int) -> PendingResult:
+    """Continue one pending advance in its own transaction (any node, any number of times).
+
+    A failure rolls the whole transaction back and moves the row 30 s later, keyed on its
+    version (like an inbox row, R-5.4); the error is logged.
+    """
+    peek = engine.db.read(lambda conn: _peek(conn, pending_id), name="pending_peek")
+    if peek is None or peek.state != PendingState.PENDING.value:
+        return PendingResult(pending_id, "skipped")
+    try:
+        return engine.db.transaction(lambda conn: _run_txn(conn, engine, pending_id, peek),
+                                     name="run_pending")
+    except Exception:
+        logger.exception("pending advance %s failed; retried in 30 s", pending_id)
+        _defer(engine, pending_id, int(peek.version))
+        return PendingResult(pending_id, "deferred", peek.instance_id)
+
+
+__all__ = ["PendingResult", "run_pending"]

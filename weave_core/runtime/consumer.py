@@ -1,0 +1,533 @@
+"""The inbox consumer (R-5.4): verify a frozen task result, save it, and advance.
+
+:func:`consume` handles one inbox row in one transaction, with every outcome of the
+consumption table of DESIGN.md §5:
+
+=====================================  ====================================================
+case                                    outcome
+=====================================  ====================================================
+row already PROCESSED / QUARANTINED     nothing changes, no audit (``already``)
+stale activation, lower revision,       acknowledged (PROCESSED) with a stable
+settled step, settled instance          classification in ``error_code``; history + audit;
+                                        current work untouched (``ignored``)
+contradictory identity or structure     QUARANTINED; a non-terminal instance goes
+                                        NEEDS_REVIEW and its gate closes (``quarantined``)
+SQL, connection or transaction error    full rollback; the row stays PENDING and is retried
+                                        30 s later, keyed on its ``row_version``
+                                        (``deferred``)
+a value the database refuses            quarantined (4025, 1406), never retried forever
+task succeeded                          output contract checked; SUCCEEDED; advance
+task cancelled                          step CANCELLED with evidence; no normal successor
+task failed / effect unknown /          step FAILED or NEEDS_REVIEW with a stable reason;
+contract breach                         no dependent advance; failure policy applies
+=====================================  ====================================================
+
+Locking: the inbox row is read *unlocked* first to learn its instance; then the chain is
+taken in the one order (R-6.2) and the inbox row is locked last and re-checked.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from types import SimpleNamespace
+from typing import Any, Final
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Row
+from sqlalchemy.exc import DBAPIError
+
+from weave_core import exactjson
+from weave_core.audit import write_audit
+from weave_core.db import mysql_error_code
+from weave_core.dispatch.model import EVENT_BY_STATUS, InboxState, TaskStatus
+from weave_core.engine import Engine
+from weave_core.errors import InvalidJsonError, StorageError, WeaveError
+from weave_core.exactjson import JSON
+from weave_core.faults import fault_point
+from weave_core.locks import lock_activation, lock_inbox_row
+from weave_core.nodespec import Fact, FactKind, StepOutcome, StepResult
+from weave_core.plan import PlanRejectedError
+from weave_core.program import Program
+from weave_core.runtime.advance import advance_txn, set_status, to_review
+from weave_core.runtime.history import History
+from weave_core.runtime.instances import (
+    ActivationState,
+    FailurePolicy,
+    InstanceStatus,
+    ReviewReason,
+    new_operation_id,
+)
+from weave_core.runtime.programs import programs
+from weave_core.runtime.snapshot import LockedInstance, lock_chain
+from weave_core.schema import (
+    weave_activations,
+    weave_inbox,
+    weave_instances,
+    weave_task_attempts,
+    weave_tasks,
+)
+from weave_core.snapshot import Phase
+
+logger = logging.getLogger(__name__)
+
+RETRY_DELAY: Final = timedelta(seconds=30)
+"""How long a row whose consumption failed on a database error waits (R-5.4)."""
+VALUE_REFUSED_CODES: Final = frozenset({4025, 1406})
+"""MariaDB refuses the value (JSON constraint, data too long): quarantine, never retry."""
+_SNAPSHOT_MAX_DEPTH: Final = 512
+
+
+class Outcome(StrEnum):
+    CONSUMED = "consumed"
+    IGNORED = "ignored"
+    QUARANTINED = "quarantined"
+    ALREADY = "already"
+    DEFERRED = "deferred"
+
+
+class Classification(StrEnum):
+    """Stable codes of acknowledged results that do not move current work."""
+
+    STALE_ACTIVATION = "stale_activation"
+    LOWER_REVISION = "lower_revision"
+    SETTLED_STEP = "settled_step_history"
+    SETTLED_INSTANCE = "settled_instance_history"
+
+
+class Contradiction(StrEnum):
+    """Stable codes of quarantined results (contradictory identity or structure)."""
+
+    SNAPSHOT_INVALID = "snapshot_invalid"
+    TASK_MISMATCH = "task_mismatch"
+    REVISION_MISMATCH = "revision_mismatch"
+    EVENT_MISMATCH = "event_mismatch"
+    ACTIVATION_UNKNOWN = "activation_unknown"
+    ACTIVATION_TASK_MISMATCH = "activation_task_mismatch"
+    INSTANCE_UNKNOWN = "instance_unknown"
+    STEP_MISMATCH = "step_mismatch"
+    QUEUE_MISMATCH = "queue_mismatch"
+    OWNER_MISMATCH = "owner_mismatch"
+    GATE_MISMATCH = "gate_mismatch"
+    ATTEMPT_MISMATCH = "attempt_mismatch"
+    VALUE_REFUSED = "value_refused"
+
+
+@dataclass(frozen=True)
+class ConsumeResult:
+    inbox_id: int
+    outcome: Outcome
+    code: str | None = None
+    """The classification, contradiction or step outcome."""
+    instance_id: str | None = None
+
+
+@dataclass(frozen=True)
+class _Peek:
+    inbox_id: int
+    namespace: str
+    state: str
+    row_version: int
+    activation_id: str
+    instance_id: str | None
+    instance: Any
+    """The instance's namespace, queues and status (unlocked), or None."""
+
+
+class _Mismatch(Exception):
+    def __init__(self, code: Contradiction, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+# --- reading ---------------------------------------------------------------------------
+
+
+def _peeks(conn: Connection, where: sa.ColumnElement[bool]) -> list[_Peek]:
+    """Unlocked reads of inbox rows with their activation's instance (one query)."""
+    i, a, n = weave_inbox, weave_activations, weave_instances
+    rows = conn.execute(
+        sa.select(i.c.id, i.c.namespace, i.c.state, i.c.row_version, i.c.source_activation_id,
+                  a.c.instance_id, a.c.namespace.label("act_namespace"),
+                  n.c.namespace.label("inst_namespace"), n.c.queues, n.c.status)
+        .select_from(i.outerjoin(a, a.c.activation_id == i.c.source_activation_id)
+                     .outerjoin(n, n.c.instance_id == a.c.instance_id))
+        .where(where)
+        .order_by(i.c.id)
+    ).all()
+    peeks = []
+    for row in rows:
+        ours = row.act_namespace == row.namespace and row.inst_namespace == row.namespace
+        instance = None
+        if ours:
+            instance = SimpleNamespace(namespace=row.inst_namespace, queues=row.queues,
+                                       status=row.status)
+        peeks.append(_Peek(int(row.id), row.namespace, row.state, int(row.row_version),
+                           row.source_activation_id,
+                           row.instance_id if row.act_namespace == row.namespace else None,
+                           instance))
+    return peeks
+
+
+def _snapshot(row: Row[Any]) -> dict[str, Any]:
+    try:
+        snap = exactjson.loads(row.snapshot, max_depth=_SNAPSHOT_MAX_DEPTH)
+    except InvalidJsonError as exc:
+        raise _Mismatch(Contradiction.SNAPSHOT_INVALID, f"snapshot is not JSON: {exc}") from exc
+    if not isinstance(snap, dict) or snap.get("schema_version") != 1:
+        raise _Mismatch(Contradiction.SNAPSHOT_INVALID, "snapshot schema_version is not 1")
+    for key in ("task_id", "queue", "status", "revision", "effect_unknown"):
+        if key not in snap:
+            raise _Mismatch(Contradiction.SNAPSHOT_INVALID, f"snapshot lacks {key!r}")
+    return snap
+
+
+def _verify(
+    conn: Connection, row: Row[Any], act: Row[Any] | None, li: LockedInstance,
+    program: Program,
+) -> tuple[dict[str, Any], Row[Any]]:
+    """Every identity check of R-5.4; raise ``_Mismatch`` on the first contradiction."""
+    snap = _snapshot(row)
+    if snap["task_id"] != row.source_task_id:
+        raise _Mismatch(Contradiction.TASK_MISMATCH, "snapshot names another task")
+    if snap["revision"] != row.source_revision:
+        raise _Mismatch(Contradiction.REVISION_MISMATCH, "snapshot revision differs")
+    try:
+        status = TaskStatus(snap["status"])
+        expected_event = EVENT_BY_STATUS[status]
+    except (ValueError, KeyError):
+        raise _Mismatch(Contradiction.SNAPSHOT_INVALID, "snapshot status is not settled") from None
+    event_id = f"{row.source_task_id}:{row.source_revision}"
+    if row.event_type != expected_event or row.event_id != event_id:
+        raise _Mismatch(Contradiction.EVENT_MISMATCH, "event identity contradicts the snapshot")
+    if act is None or act.namespace != row.namespace:
+        raise _Mismatch(Contradiction.ACTIVATION_UNKNOWN, "no such activation here")
+    if act.task_id != row.source_task_id:
+        raise _Mismatch(Contradiction.ACTIVATION_TASK_MISMATCH, "activation has another task")
+    if act.instance_id != li.instance_id or act.step_id not in program.step_ids():
+        raise _Mismatch(Contradiction.STEP_MISMATCH, "activation is not of this instance")
+    if program.is_composite(act.step_id) or li.step(act.step_id) is None:
+        raise _Mismatch(Contradiction.STEP_MISMATCH, "the step was never activated as a leaf")
+    t, a = weave_tasks, weave_task_attempts
+    attempt_id = snap.get("current_attempt_id")
+    task = conn.execute(
+        sa.select(t.c.namespace, t.c.queue, t.c.owner_id, t.c.gate_id, t.c.revision,
+                  a.c.task_id.label("attempt_task_id"))
+        .select_from(t.outerjoin(a, a.c.attempt_id == attempt_id))
+        .where(t.c.task_id == row.source_task_id)
+    ).one_or_none()
+    if task is None or task.namespace != row.namespace or task.owner_id != act.activation_id:
+        raise _Mismatch(Contradiction.OWNER_MISMATCH, "the task is not owned by the activation")
+    if task.queue != snap["queue"]:
+        raise _Mismatch(Contradiction.QUEUE_MISMATCH, "snapshot queue differs from the task's")
+    if int(task.revision) < row.source_revision:
+        raise _Mismatch(Contradiction.REVISION_MISMATCH, "source revision is ahead of the task")
+    if act.gate_id != li.gate_id or task.gate_id != li.gate_id:
+        raise _Mismatch(Contradiction.GATE_MISMATCH, "gate differs from the instance's")
+    if attempt_id is not None:
+        if task.attempt_task_id != row.source_task_id:
+            raise _Mismatch(Contradiction.ATTEMPT_MISMATCH, "attempt is not of this task")
+    elif status == TaskStatus.SUCCEEDED:
+        raise _Mismatch(Contradiction.ATTEMPT_MISMATCH, "a success without an attempt")
+    return snap, act
+
+
+def _classify(row: Row[Any], act: Row[Any], li: LockedInstance) -> Classification | None:
+    """Acknowledge-only cases: the result is history, not current work."""
+    step = li.step(act.step_id)
+    assert step is not None
+    if step.activation_id != act.activation_id:
+        return Classification.STALE_ACTIVATION
+    if act.result_revision is not None and row.source_revision <= int(act.result_revision):
+        return Classification.LOWER_REVISION
+    if li.terminal:
+        return Classification.SETTLED_INSTANCE
+    if step.phase is not Phase.ACTIVE or act.state != ActivationState.ACTIVE.value:
+        return Classification.SETTLED_STEP
+    return None
+
+
+# --- interpreting -------------------------------------------------------------------
+
+
+def _interpret(program: Program, step_id: str, fact: Fact) -> StepResult:
+    """The kind's reading of the fact (the output contract is the kind's to check)."""
+    try:
+        return program.interpret(step_id, fact)
+    except NotImplementedError:
+        # A kind that cannot read facts is a plugin defect: never a silent success.
+        return StepResult(StepOutcome.NEEDS_REVIEW, reason="kind_cannot_interpret")
+
+
+_PHASE = {
+    StepOutcome.SUCCEEDED: Phase.SUCCEEDED,
+    StepOutcome.FAILED: Phase.FAILED,
+    StepOutcome.CANCELLED: Phase.CANCELLED,
+    StepOutcome.NEEDS_REVIEW: Phase.NEEDS_REVIEW,
+}
+
+
+def settle_cancelling(conn: Connection, li: LockedInstance, history: History,
+                      program: Program, now: datetime) -> None:
+    """CANCELLING ends only when every started step settled (R-8.3, R-8.4)."""
+    if li.status != InstanceStatus.CANCELLING:
+        return
+    if any(r.phase is Phase.ACTIVE and not program.is_composite(sid)
+           for sid, r in li.steps.items()):
+        return
+    if any(r.phase is Phase.NEEDS_REVIEW for r in li.steps.values()):
+        # Unknown effects never end in a status that claims everything settled (R-3.4).
+        set_status(li, history, InstanceStatus.NEEDS_REVIEW, now=now,
+                   reason=ReviewReason.EFFECT_UNKNOWN.value)
+    elif li.review_reason == ReviewReason.TASK_FAILED.value:
+        set_status(li, history, InstanceStatus.FAILED, now=now,
+                   reason=ReviewReason.TASK_FAILED.value)
+    else:
+        set_status(li, history, InstanceStatus.CANCELLED, now=now, reason=li.review_reason)
+
+
+def _fail_after_settled(conn: Connection, engine: Engine, li: LockedInstance,
+                        history: History, program: Program, now: datetime) -> None:
+    """R-8.4 FAIL_AFTER_SETTLED: go CANCELLING and stop the instance like a cancel does
+    (:func:`~weave_core.runtime.controls.stop.stop_txn`): the gate closes, sibling tasks
+    are asked to cancel, timers, signal waits and polls are cancelled on their wait
+    record's version, and FAILED comes only once everything started has settled."""
+    from weave_core.runtime.controls.stop import stop_txn  # stop imports this module
+
+    set_status(li, history, InstanceStatus.CANCELLING, now=now,
+               reason=ReviewReason.TASK_FAILED.value)
+    stop_txn(conn, engine, li, history, program, reason=ReviewReason.TASK_FAILED.value,
+             actor=engine.actor, operation_id=None, now=now)
+
+
+def _apply_result(
+    conn: Connection, engine: Engine, li: LockedInstance, history: History, program: Program,
+    row: Row[Any], act: Row[Any], snap: dict[str, Any], now: datetime,
+) -> str:
+    if act.kind == "poll":  # a round's result: classified, rounds and races (issue 6)
+        from weave_core.runtime.waits import apply_round_result_txn
+
+        return apply_round_result_txn(conn, engine, li, history, program, row, act, snap, now)
+    status = TaskStatus(snap["status"])
+    fact = Fact(
+        FactKind(EVENT_BY_STATUS[status]),
+        payload=snap.get("result") if status == TaskStatus.SUCCEEDED else snap.get("error"),
+        effect_unknown=bool(snap["effect_unknown"]),
+    )
+    result = _interpret(program, act.step_id, fact)
+    phase = _PHASE.get(result.outcome)
+    if phase is None:  # CONTINUE is a poll's; a task result can never mean "keep waiting"
+        phase, result = Phase.NEEDS_REVIEW, StepResult(
+            StepOutcome.NEEDS_REVIEW, reason="unexpected_outcome")
+    step = li.step(act.step_id)
+    assert step is not None
+    step.phase = phase
+    step.version += 1
+    step.output = result.output if phase is Phase.SUCCEEDED else None
+    step.reason = result.reason
+    li.put_step(step)
+    a = weave_activations
+    conn.execute(
+        sa.update(a).where(a.c.activation_id == act.activation_id).values(
+            state=phase.value, state_version=int(act.state_version) + 1,
+            result_revision=row.source_revision, reason=result.reason,
+            updated_at=now, settled_at=now,
+        )
+    )
+    history.record(
+        f"step.{phase.value.lower()}", step_id=act.step_id, activation_id=act.activation_id,
+        from_state=Phase.ACTIVE.value, to_state=phase.value, reason=result.reason,
+        details={"inbox_id": int(row.id), "task_id": row.source_task_id,
+                 "source_revision": int(row.source_revision),
+                 "effect_unknown": bool(snap["effect_unknown"])},
+    )
+    if li.status == InstanceStatus.CANCELLING:
+        settle_cancelling(conn, li, history, program, now)
+    elif phase is Phase.SUCCEEDED:
+        advance_txn(conn, engine, li, history, program, now=now, fact_at=row.created_at)
+    elif phase is Phase.FAILED and li.failure_policy == FailurePolicy.FAIL_AFTER_SETTLED.value:
+        _fail_after_settled(conn, engine, li, history, program, now)
+    else:
+        to_review(conn, li, history, result.reason or phase.value.lower(), now=now)
+    return result.reason or phase.value
+
+
+# --- writing the row ----------------------------------------------------------------
+
+
+def _settle_row(conn: Connection, row: Row[Any], state: InboxState, code: str | None,
+                now: datetime) -> None:
+    i = weave_inbox
+    conn.execute(
+        sa.update(i).where(i.c.id == row.id).values(
+            state=state.value, error_code=code, row_version=int(row.row_version) + 1,
+            processed_at=now,
+        )
+    )
+
+
+def _source(row: Row[Any]) -> dict[str, JSON]:
+    return {"inbox_id": int(row.id), "event_id": row.event_id, "task_id": row.source_task_id,
+            "source_revision": int(row.source_revision),
+            "activation_id": row.source_activation_id}
+
+
+def _orphan_quarantine(conn: Connection, engine: Engine, inbox_id: int,
+                       code: Contradiction, now: datetime) -> ConsumeResult:
+    """A result whose activation or instance does not exist here: quarantine the row."""
+    row = lock_inbox_row(conn, inbox_id)
+    if row is None or row.state != InboxState.PENDING.value:
+        return ConsumeResult(inbox_id, Outcome.ALREADY)
+    _settle_row(conn, row, InboxState.QUARANTINED, code.value, now)
+    write_audit(conn, namespace=row.namespace, actor=engine.actor,
+                action="workflow.result.quarantined", object_type="inbox",
+                object_id=str(inbox_id), operation_id=new_operation_id(),
+                metadata={"source": _source(row), "node": engine.node_id, "reason": code.value},
+                at=now)
+    return ConsumeResult(inbox_id, Outcome.QUARANTINED, code.value)
+
+
+def _consume_txn(conn: Connection, engine: Engine, inbox_id: int, peek: _Peek,
+                 forced: Contradiction | None = None) -> ConsumeResult:
+    now = engine.db.now(conn)
+    li = None
+    if peek.instance_id is not None:
+        li = lock_chain(conn, peek.namespace, peek.instance_id, peeked=peek.instance)
+    if li is None:
+        code = Contradiction.ACTIVATION_UNKNOWN if peek.instance_id is None \
+            else Contradiction.INSTANCE_UNKNOWN
+        return _orphan_quarantine(conn, engine, inbox_id, forced or code, now)
+    act = lock_activation(conn, peek.activation_id)
+    row = lock_inbox_row(conn, inbox_id)
+    if row is None or row.state != InboxState.PENDING.value:
+        return ConsumeResult(inbox_id, Outcome.ALREADY, instance_id=li.instance_id)
+    history = History(li.namespace, li.instance_id, li.revision, new_operation_id(), now)
+    program = programs(engine).get(conn, li.namespace, li.definition_id, li.version)
+    metadata: dict[str, JSON] = {"source": _source(row), "node": engine.node_id}
+    try:
+        if forced is not None:
+            raise _Mismatch(forced, "the database refused a value of this result")
+        snap, act_row = _verify(conn, row, act, li, program)
+    except _Mismatch as mismatch:
+        _settle_row(conn, row, InboxState.QUARANTINED, mismatch.code.value, now)
+        history.record("result.quarantined", activation_id=row.source_activation_id,
+                       reason=mismatch.code.value,
+                       details={**_source(row), "message": mismatch.message})
+        to_review(conn, li, history, ReviewReason.QUARANTINED_RESULT.value, now=now,
+                  close_gate=True, details={"inbox_id": int(row.id)})
+        history.write(conn, actor=engine.actor, action="workflow.result.quarantined",
+                      metadata={**metadata, "reason": mismatch.code.value})
+        li.flush(conn, revision=history.revision, now=now)
+        return ConsumeResult(inbox_id, Outcome.QUARANTINED, mismatch.code.value,
+                             li.instance_id)
+    classification = _classify(row, act_row, li)
+    if classification is not None:
+        _settle_row(conn, row, InboxState.PROCESSED, classification.value, now)
+        if act_row.kind == "poll":  # a late round result stays on its round as evidence
+            from weave_core.runtime.waits.polls import note_round_evidence_txn
+
+            note_round_evidence_txn(conn, row.source_task_id, row, snap,
+                                    classification.value, now)
+        history.record("result.ignored", step_id=act_row.step_id,
+                       activation_id=act_row.activation_id, reason=classification.value,
+                       details={**_source(row), "status": snap["status"]})
+        history.write(conn, actor=engine.actor, action="workflow.result.ignored",
+                      metadata={**metadata, "reason": classification.value})
+        li.flush(conn, revision=history.revision, now=now)
+        return ConsumeResult(inbox_id, Outcome.IGNORED, classification.value, li.instance_id)
+    fault_point("runtime.consume.before_apply")
+    reason = _apply_result(conn, engine, li, history, program, row, act_row, snap, now)
+    fault_point("runtime.consume.before_ack")
+    _settle_row(conn, row, InboxState.PROCESSED, None, now)
+    history.write(conn, actor=engine.actor, action="workflow.result.consumed",
+                  metadata={**metadata, "reason": reason, "step_id": act_row.step_id})
+    li.flush(conn, revision=history.revision, now=now)
+    fault_point("runtime.consume.before_commit")
+    return ConsumeResult(inbox_id, Outcome.CONSUMED, reason, li.instance_id)
+
+
+# --- the public entry points --------------------------------------------------------
+
+
+def defer(engine: Engine, inbox_id: int, row_version: int) -> bool:
+    """Move a PENDING row 30 s later, only if nobody touched it since ``row_version``."""
+
+    def _defer(conn: Connection) -> bool:
+        now = engine.db.now(conn)
+        i = weave_inbox
+        updated = conn.execute(
+            sa.update(i)
+            .where(i.c.id == inbox_id, i.c.state == InboxState.PENDING.value,
+                   i.c.row_version == row_version)
+            .values(available_at=now + RETRY_DELAY, row_version=row_version + 1)
+        ).rowcount
+        return bool(updated)
+
+    return engine.db.transaction(_defer, name="consume_defer")
+
+
+def consume(engine: Engine, inbox_id: int) -> ConsumeResult:
+    """Consume one inbox row in its own transaction (any node, any number of times)."""
+    peeks = engine.db.read(lambda conn: _peeks(conn, weave_inbox.c.id == inbox_id),
+                           name="consume_peek")
+    if not peeks:
+        return ConsumeResult(inbox_id, Outcome.ALREADY)
+    return _consume(engine, peeks[0])
+
+
+def _consume(engine: Engine, peek: _Peek) -> ConsumeResult:
+    db, inbox_id = engine.db, peek.inbox_id
+    if peek.state != InboxState.PENDING.value:
+        return ConsumeResult(inbox_id, Outcome.ALREADY)
+    try:
+        return db.transaction(lambda conn: _consume_txn(conn, engine, inbox_id, peek),
+                              name="consume")
+    except DBAPIError as exc:
+        code = mysql_error_code(exc)
+        if code in VALUE_REFUSED_CODES:
+            logger.warning("inbox %s: value refused by the database (%s): quarantined",
+                           inbox_id, code)
+            return db.transaction(
+                lambda conn: _consume_txn(conn, engine, inbox_id, peek,
+                                          forced=Contradiction.VALUE_REFUSED),
+                name="consume_quarantine",
+            )
+        logger.warning("inbox %s: database error %s; retried in 30 s", inbox_id, code,
+                       exc_info=True)
+    except (StorageError, PlanRejectedError) as exc:
+        logger.warning("inbox %s: %s; retried in 30 s", inbox_id, exc)
+    except WeaveError as exc:
+        logger.error("inbox %s: %s (%s); retried in 30 s", inbox_id, exc, exc.code)
+    except Exception:
+        logger.exception("inbox %s: unexpected failure; retried in 30 s", inbox_id)
+    defer(engine, inbox_id, peek.row_version)
+    return ConsumeResult(inbox_id, Outcome.DEFERRED, instance_id=peek.instance_id)
+
+
+def consume_task_results(engine: Engine, namespace: str, task_id: str) -> list[ConsumeResult]:
+    """The fast path: consume the PENDING inbox rows of one task right after its report
+    committed (the dispatch complete route calls this; the tick is the safety net)."""
+    i = weave_inbox
+    peeks = engine.db.read(
+        lambda conn: _peeks(conn, (i.c.namespace == namespace) & (i.c.source_task_id == task_id)
+                            & (i.c.state == InboxState.PENDING.value)),
+        name="consume_task_results",
+    )
+    return [_consume(engine, peek) for peek in peeks]
+
+
+__all__ = [
+    "RETRY_DELAY",
+    "VALUE_REFUSED_CODES",
+    "Classification",
+    "ConsumeResult",
+    "Contradiction",
+    "Outcome",
+    "consume",
+    "consume_task_results",
+    "defer",
+    "settle_cancelling",
+]

@@ -1,0 +1,171 @@
+"""The ordered history of an instance: transitions numbered by instance revision (R-10.2).
+
+Every recorded change of an instance takes the next instance revision (R-6.8) and is
+written as one ``weave_transitions`` row together with the one audit row of its
+transaction. :class:`History` collects the transitions of one transaction and writes
+them, the audit row and nothing else; the caller stores the final revision on the
+instance row in its own UPDATE.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from weave_core import exactjson
+from weave_core.audit import write_audit
+from weave_core.exactjson import JSON
+from weave_core.faults import fault_point
+from weave_core.runtime.instances import iso, load_json
+from weave_core.schema import weave_transitions
+
+MAX_HISTORY_PAGE = 500
+
+
+@dataclass
+class History:
+    """The transitions one transaction records for one instance, and its audit row."""
+
+    namespace: str
+    instance_id: str
+    revision: int
+    """The instance revision before this transaction; rises by one per transition."""
+    operation_id: str
+    now: datetime
+    _rows: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self._rows)
+
+    def mark(self) -> tuple[int, int]:
+        """A point to :meth:`rollback` to (a savepoint of the collected transitions)."""
+        return self.revision, len(self._rows)
+
+    def rollback(self, mark: tuple[int, int]) -> None:
+        """Forget the transitions recorded after ``mark``."""
+        self.revision, count = mark
+        del self._rows[count:]
+
+    def record(
+        self,
+        kind: str,
+        *,
+        step_id: str | None = None,
+        activation_id: str | None = None,
+        from_state: str | None = None,
+        to_state: str | None = None,
+        reason: str | None = None,
+        details: JSON = None,
+    ) -> int:
+        """Record one transition; return the revision it took."""
+        self.revision += 1
+        self._rows.append(
+            {
+                "instance_id": self.instance_id,
+                "revision": self.revision,
+                "namespace": self.namespace,
+                "occurred_at": self.now,
+                "kind": kind,
+                "step_id": step_id,
+                "activation_id": activation_id,
+                "from_state": from_state,
+                "to_state": to_state,
+                "reason": reason,
+                "details": None if details is None else exactjson.dumps(details),
+                "operation_id": self.operation_id,
+            }
+        )
+        return self.revision
+
+    def _not_before_previous(self, conn: Connection) -> None:
+        """Keep history times in revision order.
+
+        ``now`` is read when the transaction starts, before it may wait for the instance
+        lock while another transaction commits the previous revision; this transition
+        happens after that one, so its time is raised to the previous one's when earlier.
+        """
+        first = int(self._rows[0]["revision"])
+        if first <= 1:
+            return
+        previous = _previous_time(conn, self.instance_id, first - 1)
+        if previous is not None and previous > self.now:
+            self.now = previous
+            for row in self._rows:
+                row["occurred_at"] = previous
+
+    def write(
+        self, conn: Connection, *, actor: str, action: str, metadata: dict[str, JSON]
+    ) -> int | None:
+        """Write the audit row and the transitions (nothing when nothing was recorded).
+
+        ``metadata`` gains ``revision`` (the instance revision after this transaction)
+        and ``transitions`` (how many). Returns the audit id. Any failure propagates: the
+        caller's transaction rolls back with it (R-6.8).
+        """
+        if not self._rows:
+            return None
+        self._not_before_previous(conn)
+        fault_point("runtime.audit")
+        audit_id = write_audit(
+            conn,
+            namespace=self.namespace,
+            actor=actor,
+            action=action,
+            object_type="workflow",
+            object_id=self.instance_id,
+            operation_id=self.operation_id,
+            metadata={**metadata, "revision": self.revision, "transitions": len(self._rows)},
+            at=self.now,
+        )
+        for row in self._rows:
+            row["audit_id"] = audit_id
+        conn.execute(sa.insert(weave_transitions), self._rows)
+        self._rows = []
+        return audit_id
+
+
+def _previous_time(conn: Connection, instance_id: str, revision: int) -> datetime | None:
+    t = weave_transitions
+    value = conn.execute(
+        sa.select(t.c.occurred_at).where(t.c.instance_id == instance_id, t.c.revision == revision)
+    ).scalar_one_or_none()
+    return value if isinstance(value, datetime) else None
+
+
+def read_transitions(
+    conn: Connection, instance_id: str, *, after_revision: int = 0, limit: int = 100
+) -> list[dict[str, Any]]:
+    """Transitions of one instance in revision order, after ``after_revision`` (a cursor)."""
+    if not 1 <= limit <= MAX_HISTORY_PAGE:
+        raise ValueError(f"limit must be between 1 and {MAX_HISTORY_PAGE}")
+    t = weave_transitions
+    rows = conn.execute(
+        sa.select(t)
+        .where(t.c.instance_id == instance_id, t.c.revision > after_revision)
+        .order_by(t.c.revision)
+        .limit(limit)
+    ).mappings()
+    return [
+        {
+            "revision": int(r["revision"]),
+            "occurred_at": iso(r["occurred_at"]),
+            "kind": r["kind"],
+            "step_id": r["step_id"],
+            "activation_id": r["activation_id"],
+            "from_state": r["from_state"],
+            "to_state": r["to_state"],
+            "reason": r["reason"],
+            "details": load_json(r["details"]),
+            "operation_id": r["operation_id"],
+            "audit_id": None if r["audit_id"] is None else int(r["audit_id"]),
+        }
+        for r in rows
+    ]
+
+
+__all__ = ["MAX_HISTORY_PAGE", "History", "read_transitions"]

@@ -1,0 +1,238 @@
+"""The lock chain of one instance and the locked snapshot the decision core plans from.
+
+:func:`lock_chain` takes R-6.2 in order — identity (shared) → namespace quota → the queues
+of the pinned version, sorted → instance → gate → steps — and returns a
+:class:`LockedInstance`: the working copy an advance changes and then writes back with
+:meth:`LockedInstance.flush`. Terminal instances skip the quota and queue locks (they never
+create tasks again).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from weave_core import exactjson
+from weave_core.dispatch.queues import lock_capacity_txn
+from weave_core.exactjson import JSON
+from weave_core.locks import lock_gate, lock_instance, lock_namespace_shared, lock_steps
+from weave_core.runtime.instances import (
+    MOVING,
+    TERMINAL,
+    InstanceStatus,
+    load_json,
+)
+from weave_core.schema import weave_instances, weave_steps
+from weave_core.snapshot import Entered, Phase, Snapshot, StepState
+
+
+@dataclass
+class StepRecord:
+    """One saved step, as locked, and what this transaction changed of it."""
+
+    step_id: str
+    phase: Phase
+    version: int
+    output: JSON = None
+    entered: Entered | None = None
+    activation_id: str | None = None
+    reason: str | None = None
+    stored: bool = True
+    dirty: bool = False
+
+    def state(self) -> StepState:
+        return StepState(
+            self.phase,
+            self.output if self.phase is Phase.SUCCEEDED else None,
+            self.entered,
+            self.version,
+        )
+
+
+@dataclass
+class LockedInstance:
+    """The locked working copy of one instance."""
+
+    instance_id: str
+    namespace: str
+    definition_id: str
+    version: str
+    content_hash: str
+    input: JSON
+    queues: tuple[str, ...]
+    failure_policy: str
+    status: InstanceStatus
+    paused: bool
+    gate_id: str
+    gate_open: bool
+    namespace_disabled: bool
+    deadline_at: datetime
+    revision: int
+    root_version: int
+    control_version: int
+    review_reason: str | None
+    steps: dict[str, StepRecord]
+    updates: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def root_identity(self) -> str:
+        return f"{self.definition_id}@{self.version}"
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    def allow_new(self, now: datetime) -> bool:
+        """May new activations start now (R-6.6, R-6.7)?"""
+        return (
+            self.status in MOVING
+            and not self.paused
+            and self.gate_open
+            and not self.namespace_disabled
+            and now <= self.deadline_at
+        )
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot(self.input, {sid: rec.state() for sid, rec in self.steps.items()})
+
+    def set(self, **values: Any) -> None:
+        """Change instance columns (written by :meth:`flush`)."""
+        for key, value in values.items():
+            if key in {"status", "review_reason", "paused", "gate_open", "root_version"}:
+                setattr(self, key, value)
+        self.updates.update(
+            {k: (v.value if isinstance(v, InstanceStatus) else v) for k, v in values.items()
+             if k != "gate_open"}
+        )
+
+    def step(self, step_id: str) -> StepRecord | None:
+        return self.steps.get(step_id)
+
+    def put_step(self, record: StepRecord) -> None:
+        record.dirty = True
+        self.steps[record.step_id] = record
+
+    def flush(self, conn: Connection, *, revision: int, now: datetime) -> None:
+        """Write changed steps and the instance row (with its new revision)."""
+        self.flush_steps(conn, now=now)
+        if revision != self.revision or self.updates:
+            self.revision = revision
+            i = weave_instances
+            conn.execute(
+                sa.update(i)
+                .where(i.c.instance_id == self.instance_id)
+                .values(revision=revision, updated_at=now, **self.updates)
+            )
+            self.updates = {}
+
+    def flush_steps(self, conn: Connection, *, now: datetime) -> None:
+        """Write the changed steps only (the instance row waits for :meth:`flush`)."""
+        s = weave_steps
+        for rec in self.steps.values():
+            if not rec.dirty:
+                continue
+            values = {
+                "phase": rec.phase.value,
+                "version": rec.version,
+                "output": None if rec.phase is not Phase.SUCCEEDED
+                else exactjson.dumps(rec.output),
+                "decision": None if rec.entered is None
+                else exactjson.dumps(rec.entered.to_json()),
+                "activation_id": rec.activation_id,
+                "reason": rec.reason,
+                "updated_at": now,
+            }
+            if rec.stored:
+                conn.execute(
+                    sa.update(s)
+                    .where(s.c.instance_id == self.instance_id, s.c.step_id == rec.step_id)
+                    .values(**values)
+                )
+            else:
+                conn.execute(
+                    sa.insert(s).values(
+                        instance_id=self.instance_id,
+                        step_id=rec.step_id,
+                        namespace=self.namespace,
+                        created_at=now,
+                        **values,
+                    )
+                )
+                rec.stored = True
+            rec.dirty = False
+
+
+def _step_record(row: Any) -> StepRecord:
+    decision = load_json(row.decision)
+    entered = None
+    if isinstance(decision, dict):
+        entered = Entered(decision.get("value"), tuple(decision.get("blocks") or ()))
+    return StepRecord(
+        step_id=row.step_id,
+        phase=Phase(row.phase),
+        version=int(row.version),
+        output=load_json(row.output),
+        entered=entered,
+        activation_id=row.activation_id,
+        reason=row.reason,
+    )
+
+
+def peek_instance(conn: Connection, instance_id: str) -> Any:
+    """An unlocked read of the few immutable columns needed to take the chain."""
+    i = weave_instances
+    return conn.execute(
+        sa.select(i.c.namespace, i.c.queues, i.c.status).where(i.c.instance_id == instance_id)
+    ).one_or_none()
+
+
+def lock_chain(
+    conn: Connection, namespace: str, instance_id: str, *, peeked: Any = None
+) -> LockedInstance | None:
+    """Lock the chain of ``instance_id`` in the one order; None if it does not exist here.
+
+    ``peeked``: the instance's ``namespace``, ``queues`` and ``status`` already read
+    unlocked by the caller (saves a query); read here otherwise.
+    """
+    peek = peeked if peeked is not None else peek_instance(conn, instance_id)
+    if peek is None or peek.namespace != namespace:
+        return None
+    ns = lock_namespace_shared(conn, namespace)
+    if ns is None:
+        return None
+    queues = tuple(exactjson.loads(peek.queues))
+    if InstanceStatus(peek.status) not in TERMINAL:
+        lock_capacity_txn(conn, namespace, queues)
+    row = lock_instance(conn, instance_id)
+    if row is None or row.namespace != namespace:
+        return None
+    gate = lock_gate(conn, row.gate_id)
+    steps = {r.step_id: _step_record(r) for r in lock_steps(conn, instance_id)}
+    return LockedInstance(
+        instance_id=row.instance_id,
+        namespace=row.namespace,
+        definition_id=row.definition_id,
+        version=row.version,
+        content_hash=row.content_hash,
+        input=load_json(row.input),
+        queues=queues,
+        failure_policy=row.failure_policy,
+        status=InstanceStatus(row.status),
+        paused=bool(row.paused),
+        gate_id=row.gate_id,
+        gate_open=bool(gate.is_open) if gate is not None else False,
+        namespace_disabled=bool(ns.disabled),
+        deadline_at=row.deadline_at,
+        revision=int(row.revision),
+        root_version=int(row.root_version),
+        control_version=int(row.control_version),
+        review_reason=row.review_reason,
+        steps=steps,
+    )
+
+
+__all__ = ["LockedInstance", "StepRecord", "lock_chain", "peek_instance"]
