@@ -3,12 +3,31 @@
 This distribution (``weave-sdk``) depends only on httpx and pydantic and imports nothing
 from the engine packages. Modules: ``definition`` (the builder), ``expressions``
 (references and conditions), ``validate`` (local checks), ``client`` (``Client``,
-``AsyncClient``), ``models`` (typed answers), ``errors``.
+``AsyncClient``), ``models`` (typed answers), ``workflows`` (workflow handles, instance
+views and outcome errors), ``controls`` (pause, resume, cancel, review and recovery of an
+instance; also methods of the handles), ``errors``.
 """
 
 from weave_sdk._json import JSONDecodeError, dumps, loads
 from weave_sdk._version import __version__
 from weave_sdk.client import AsyncClient, Client
+from weave_sdk.controls import (
+    ReviewResult,
+    cancel,
+    cancel_async,
+    conclude,
+    conclude_async,
+    pause,
+    pause_async,
+    recover,
+    recover_async,
+    resolve,
+    resolve_async,
+    resume,
+    resume_async,
+    review,
+    review_async,
+)
 from weave_sdk.definition import (
     SCHEMA_VERSION,
     BranchStep,
@@ -70,12 +89,36 @@ from weave_sdk.models import (
     PublishResult,
     VersionSummary,
 )
+from weave_sdk.signals import SignalAcceptance
 from weave_sdk.validate import PROBLEM_CODES, validate
+from weave_sdk.workflows import (
+    ActivationInfo,
+    AsyncWorkflowHandle,
+    AuditInfo,
+    HistoryEvent,
+    HistoryPage,
+    PendingAdvance,
+    StepInfo,
+    TaskInfo,
+    WorkflowCancelledError,
+    WorkflowDescription,
+    WorkflowError,
+    WorkflowExecution,
+    WorkflowFailedError,
+    WorkflowHandle,
+    WorkflowNeedsReviewError,
+    WorkflowPage,
+    WorkflowStatus,
+    WorkflowTimeoutError,
+)
 
 __all__ = [
     "PROBLEM_CODES",
     "SCHEMA_VERSION",
+    "ActivationInfo",
     "AsyncClient",
+    "AsyncWorkflowHandle",
+    "AuditInfo",
     "AuthenticationError",
     "BadRequestError",
     "BranchStep",
@@ -94,10 +137,13 @@ __all__ = [
     "FailurePolicy",
     "Handler",
     "Health",
+    "HistoryEvent",
+    "HistoryPage",
     "InvalidResponseError",
     "JSONDecodeError",
     "NotFoundError",
     "ParallelStep",
+    "PendingAdvance",
     "PermissionDeniedError",
     "PollStep",
     "Problem",
@@ -106,9 +152,13 @@ __all__ = [
     "Receipt",
     "Ref",
     "RetryPolicy",
+    "ReviewResult",
     "ServerError",
+    "SignalAcceptance",
     "SignalStep",
     "Step",
+    "StepInfo",
+    "TaskInfo",
     "TaskStep",
     "Timeouts",
     "TimerStep",
@@ -118,9 +168,23 @@ __all__ = [
     "WeaveConnectionError",
     "WeaveSDKError",
     "Workflow",
+    "WorkflowCancelledError",
+    "WorkflowDescription",
+    "WorkflowError",
+    "WorkflowExecution",
+    "WorkflowFailedError",
+    "WorkflowHandle",
+    "WorkflowNeedsReviewError",
+    "WorkflowPage",
+    "WorkflowStatus",
+    "WorkflowTimeoutError",
     "__version__",
     "all_of",
     "any_of",
+    "cancel",
+    "cancel_async",
+    "conclude",
+    "conclude_async",
     "dumps",
     "eq",
     "exists",
@@ -132,6 +196,16 @@ __all__ = [
     "lt",
     "ne",
     "not_",
+    "pause",
+    "pause_async",
+    "recover",
+    "recover_async",
     "ref",
+    "resolve",
+    "resolve_async",
+    "resume",
+    "resume_async",
+    "review",
+    "review_async",
     "validate",
 ]

@@ -10,11 +10,13 @@ Error answers (``application/problem+json``) raise ``WeaveAPIError`` subclasses.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Generic, TypeVar
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import httpx
 import pydantic
@@ -43,6 +45,16 @@ from weave_sdk.models import (
     Health,
     PublishResult,
     VersionSummary,
+)
+from weave_sdk.workflows import (
+    AsyncWorkflowHandle,
+    HistoryEvent,
+    HistoryPage,
+    WorkflowDescription,
+    WorkflowExecution,
+    WorkflowHandle,
+    WorkflowPage,
+    WorkflowStatus,
 )
 
 DEFAULT_TIMEOUT = 30.0
@@ -164,6 +176,23 @@ def _versions(response: httpx.Response) -> list[VersionSummary]:
     return _items(response, VersionSummary)
 
 
+def _started(response: httpx.Response) -> tuple[bool, WorkflowExecution]:
+    body = _expect(response, 200, 201)
+    return response.status_code == 201, _model(WorkflowExecution, body, response)
+
+
+def _description(response: httpx.Response) -> WorkflowDescription:
+    return _model(WorkflowDescription, _expect(response, 200), response)
+
+
+def _workflow_page(response: httpx.Response) -> WorkflowPage:
+    return _model(WorkflowPage, _expect(response, 200), response)
+
+
+def _history_page(response: httpx.Response) -> HistoryPage:
+    return _model(HistoryPage, _expect(response, 200), response)
+
+
 def _health(response: httpx.Response) -> Health:
     if response.status_code not in (200, 503):
         raise api_error(response)
@@ -205,6 +234,69 @@ def _document(definition: Workflow | Mapping[str, Any]) -> bytes:
     else:
         raise TypeError("publish() takes a Workflow or a definition document (dict)")
     return dumps(document).encode("utf-8")
+
+
+def _start_body(
+    definition_id: str,
+    input: Any,
+    version: str,
+    idempotency_key: str | None,
+    operation_type: str | None,
+) -> bytes:
+    if not isinstance(definition_id, str) or not definition_id:
+        raise ValueError("definition_id must be a non-empty string")
+    body: dict[str, Any] = {
+        "definition_id": definition_id,
+        "version": version,
+        "input": input,
+        "idempotency_key": idempotency_key if idempotency_key is not None else uuid.uuid4().hex,
+    }
+    if operation_type is not None:
+        body["operation_type"] = operation_type
+    return dumps(body).encode("utf-8")
+
+
+def _rfc3339(value: datetime) -> str:
+    """UTC with a ``Z``; a naive datetime is taken as UTC (the server's convention)."""
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC).replace(tzinfo=None)
+    return value.isoformat() + "Z"
+
+
+@dataclass(frozen=True)
+class _ListQuery:
+    """The filters of ``list_workflows`` (every one optional; they combine with AND)."""
+
+    status: WorkflowStatus | str | None = None
+    definition_id: str | None = None
+    version: str | None = None
+    paused: bool | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+
+    def params(self, cursor: str | None, limit: int | None) -> dict[str, str]:
+        params: dict[str, str] = {}
+        if self.status is not None:
+            params["status"] = str(WorkflowStatus(self.status).value)
+        if self.definition_id is not None:
+            params["definition_id"] = self.definition_id
+        if self.version is not None:
+            params["version"] = self.version
+        if self.paused is not None:
+            params["paused"] = "true" if self.paused else "false"
+        if self.created_after is not None:
+            params["created_after"] = _rfc3339(self.created_after)
+        if self.created_before is not None:
+            params["created_before"] = _rfc3339(self.created_before)
+        if cursor is not None:
+            params["cursor"] = cursor
+        if limit is not None:
+            params["limit"] = str(limit)
+        return params
+
+
+def _with_query(path: str, params: Mapping[str, str]) -> str:
+    return f"{path}?{urlencode(params)}" if params else path
 
 
 class _Settings:
@@ -252,6 +344,26 @@ class _Settings:
 
     def health(self) -> _Call[Health]:
         return _Call("GET", "/v1/health", _health)
+
+    def start(self, body: bytes) -> _Call[tuple[bool, WorkflowExecution]]:
+        return _Call("POST", self.ns_path("/workflows"), _started, body)
+
+    def get_workflow(self, workflow_id: str) -> _Call[WorkflowDescription]:
+        rest = f"/workflows/{_segment(workflow_id, 'workflow_id')}"
+        return _Call("GET", self.ns_path(rest), _description)
+
+    def list_workflows(
+        self, query: _ListQuery, cursor: str | None, limit: int | None
+    ) -> _Call[WorkflowPage]:
+        path = _with_query(self.ns_path("/workflows"), query.params(cursor, limit))
+        return _Call("GET", path, _workflow_page)
+
+    def history(self, workflow_id: str, after: int, limit: int | None) -> _Call[HistoryPage]:
+        params = {"after": str(after)} if after else {}
+        if limit is not None:
+            params["limit"] = str(limit)
+        rest = f"/workflows/{_segment(workflow_id, 'workflow_id')}/history"
+        return _Call("GET", _with_query(self.ns_path(rest), params), _history_page)
 
 
 def _request_headers(call: _Call[Any]) -> dict[str, str]:
@@ -333,6 +445,109 @@ class Client:
     def health(self) -> Health:
         """Liveness and database reachability (needs no token)."""
         return self._run(self._settings.health())
+
+    # --- workflows ---------------------------------------------------------------------
+
+    def start(
+        self,
+        definition_id: str,
+        input: Any,
+        *,
+        version: str = "latest",
+        idempotency_key: str | None = None,
+        operation_type: str | None = None,
+    ) -> WorkflowHandle:
+        """Start an instance of ``definition_id`` (``POST .../workflows``); return its handle.
+
+        :param definition_id: the published definition to run.
+        :param input: the instance input (JSON: ``int``/``Decimal``, never ``float``),
+            checked by the server against the definition's ``input_schema``.
+        :param version: an explicit version, or ``"latest"`` (resolved once and pinned).
+        :param idempotency_key: the start is idempotent on (namespace, operation type, key):
+            the same key with the same request returns the original instance
+            (``handle.created is False``), with another request raises ``ConflictError``.
+            When ``None`` a fresh ``uuid4`` key is generated, so every call starts a new
+            instance; pass your own key to make retrying a start safe.
+        :param operation_type: the idempotency scope (server default ``"start"``).
+        :raises NotFoundError: no such definition or version.
+        :raises ValidationError: the input breaks the input schema (``.problems``).
+        :raises ConflictError: the key was used with a different request.
+        """
+        body = _start_body(definition_id, input, version, idempotency_key, operation_type)
+        created, execution = self._run(self._settings.start(body))
+        return WorkflowHandle(self, execution.workflow_id, started=execution, created=created)
+
+    def get_workflow_handle(self, workflow_id: str) -> WorkflowHandle:
+        """A handle on an existing instance (no request is made)."""
+        _segment(workflow_id, "workflow_id")
+        return WorkflowHandle(self, workflow_id)
+
+    def get_workflow(self, workflow_id: str) -> WorkflowDescription:
+        """One instance with its steps, activations, tasks and pending work."""
+        return self._run(self._settings.get_workflow(workflow_id))
+
+    def list_workflows_page(
+        self,
+        *,
+        status: WorkflowStatus | str | None = None,
+        definition_id: str | None = None,
+        version: str | None = None,
+        paused: bool | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        cursor: str | None = None,
+        limit: int | None = None,
+    ) -> WorkflowPage:
+        """One page of instances, newest first; pass ``next_cursor`` back as ``cursor``.
+
+        Filters combine with AND; ``created_after`` is inclusive, ``created_before``
+        exclusive (a naive ``datetime`` is UTC). ``limit`` is 1-500 (server default 50).
+        """
+        query = _ListQuery(status, definition_id, version, paused, created_after,
+                           created_before)
+        return self._run(self._settings.list_workflows(query, cursor, limit))
+
+    def list_workflows(
+        self,
+        *,
+        status: WorkflowStatus | str | None = None,
+        definition_id: str | None = None,
+        version: str | None = None,
+        paused: bool | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        page_size: int | None = None,
+    ) -> Iterator[WorkflowExecution]:
+        """Every matching instance, newest first, fetching pages through the cursor lazily.
+
+        Takes the filters of :meth:`list_workflows_page`; ``page_size`` is its ``limit``.
+        """
+        query = _ListQuery(status, definition_id, version, paused, created_after,
+                           created_before)
+        cursor: str | None = None
+        while True:
+            page = self._run(self._settings.list_workflows(query, cursor, page_size))
+            yield from page.items
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    def history_page(
+        self, workflow_id: str, *, after: int = 0, limit: int | None = None
+    ) -> HistoryPage:
+        """Transitions with a revision above ``after``, in order (``limit`` 1-500, default 100)."""
+        return self._run(self._settings.history(workflow_id, after, limit))
+
+    def history(self, workflow_id: str, *, page_size: int | None = None) -> list[HistoryEvent]:
+        """The whole history of an instance in revision order (every page)."""
+        events: list[HistoryEvent] = []
+        after = 0
+        while True:
+            page = self._run(self._settings.history(workflow_id, after, page_size))
+            events.extend(page.items)
+            if page.next_cursor is None:
+                return events
+            after = page.next_cursor
 
     def close(self) -> None:
         self._http.close()
@@ -418,6 +633,91 @@ class AsyncClient:
     async def health(self) -> Health:
         """See ``Client.health``."""
         return await self._run(self._settings.health())
+
+    # --- workflows ---------------------------------------------------------------------
+
+    async def start(
+        self,
+        definition_id: str,
+        input: Any,
+        *,
+        version: str = "latest",
+        idempotency_key: str | None = None,
+        operation_type: str | None = None,
+    ) -> AsyncWorkflowHandle:
+        """See ``Client.start`` (a ``None`` key is a fresh ``uuid4``: no retry safety)."""
+        body = _start_body(definition_id, input, version, idempotency_key, operation_type)
+        created, execution = await self._run(self._settings.start(body))
+        return AsyncWorkflowHandle(self, execution.workflow_id, started=execution,
+                                   created=created)
+
+    def get_workflow_handle(self, workflow_id: str) -> AsyncWorkflowHandle:
+        """See ``Client.get_workflow_handle``."""
+        _segment(workflow_id, "workflow_id")
+        return AsyncWorkflowHandle(self, workflow_id)
+
+    async def get_workflow(self, workflow_id: str) -> WorkflowDescription:
+        """See ``Client.get_workflow``."""
+        return await self._run(self._settings.get_workflow(workflow_id))
+
+    async def list_workflows_page(
+        self,
+        *,
+        status: WorkflowStatus | str | None = None,
+        definition_id: str | None = None,
+        version: str | None = None,
+        paused: bool | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        cursor: str | None = None,
+        limit: int | None = None,
+    ) -> WorkflowPage:
+        """See ``Client.list_workflows_page``."""
+        query = _ListQuery(status, definition_id, version, paused, created_after,
+                           created_before)
+        return await self._run(self._settings.list_workflows(query, cursor, limit))
+
+    async def list_workflows(
+        self,
+        *,
+        status: WorkflowStatus | str | None = None,
+        definition_id: str | None = None,
+        version: str | None = None,
+        paused: bool | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        page_size: int | None = None,
+    ) -> AsyncIterator[WorkflowExecution]:
+        """See ``Client.list_workflows``; iterate with ``async for``."""
+        query = _ListQuery(status, definition_id, version, paused, created_after,
+                           created_before)
+        cursor: str | None = None
+        while True:
+            page = await self._run(self._settings.list_workflows(query, cursor, page_size))
+            for item in page.items:
+                yield item
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    async def history_page(
+        self, workflow_id: str, *, after: int = 0, limit: int | None = None
+    ) -> HistoryPage:
+        """See ``Client.history_page``."""
+        return await self._run(self._settings.history(workflow_id, after, limit))
+
+    async def history(
+        self, workflow_id: str, *, page_size: int | None = None
+    ) -> list[HistoryEvent]:
+        """See ``Client.history``."""
+        events: list[HistoryEvent] = []
+        after = 0
+        while True:
+            page = await self._run(self._settings.history(workflow_id, after, page_size))
+            events.extend(page.items)
+            if page.next_cursor is None:
+                return events
+            after = page.next_cursor
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -20,7 +20,9 @@ from typing import Literal
 Size = Literal["tiny", "small", "full"]
 """``tiny`` only proves a scenario runs (CI); ``small`` for a quick look; ``full`` to report."""
 
-SCENARIO_MODULES: tuple[str, ...] = ("plan_scenario", "dispatch_scenarios")
+SCENARIO_MODULES: tuple[str, ...] = (
+    "plan_scenario", "dispatch_scenarios", "runtime_scenarios", "wait_scenarios",
+)
 """Modules of this package that register scenarios (a missing one is reported, not fatal)."""
 
 

@@ -1,0 +1,638 @@
+"""Workflow instances as the SDK sees them: typed answers, handles and outcome errors.
+
+``client.start(...)`` returns a :class:`WorkflowHandle` (``AsyncClient.start`` an
+:class:`AsyncWorkflowHandle`) bound to one ``workflow_id``: ``describe()`` reads the
+instance with its steps, activations, tasks and pending work; ``history()`` reads every
+transition in revision order; ``result(timeout=...)`` polls ``describe()`` with a growing
+interval until the instance settles and returns its output, or raises a
+:class:`WorkflowError` subclass carrying the last view it read.
+
+The models mirror the server's JSON (``GET /v1/namespaces/{ns}/workflows/{id}`` and
+friends) field by field. Inputs, outputs and results are kept as parsed by
+``weave_sdk.loads``: integers are ``int``, other numbers ``Decimal``, never ``float``.
+Unknown members are ignored, so a newer server may add fields.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Final
+
+from pydantic import BaseModel, ConfigDict
+
+from weave_sdk.errors import WeaveSDKError
+
+if TYPE_CHECKING:  # the clients import this module; a runtime import would be circular
+    from weave_sdk.client import AsyncClient, Client
+    from weave_sdk.controls import ReviewResult
+    from weave_sdk.signals import SignalAcceptance
+
+DEFAULT_POLL_INITIAL: Final = 0.01
+"""Seconds ``result()`` waits after its first read before reading again."""
+DEFAULT_POLL_MAX: Final = 1.0
+"""The longest interval ``result()`` lets its polling grow to (it grows by half per read)."""
+
+
+class WorkflowStatus(StrEnum):
+    """Where an instance is (DESIGN.md R-3.4); ``paused`` is a separate flag."""
+
+    RUNNING = "RUNNING"
+    WAITING = "WAITING"
+    CANCELLING = "CANCELLING"
+    NEEDS_REVIEW = "NEEDS_REVIEW"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+    @property
+    def terminal(self) -> bool:
+        """``True`` for ``SUCCEEDED``, ``FAILED`` and ``CANCELLED``: they never move again."""
+        return self in _TERMINAL
+
+
+_TERMINAL: Final = frozenset(
+    {WorkflowStatus.SUCCEEDED, WorkflowStatus.FAILED, WorkflowStatus.CANCELLED}
+)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class WorkflowExecution(_Model):
+    """One instance, as ``start`` and the list return it.
+
+    :param workflow_id: the instance id (``wf_…``).
+    :param namespace: its namespace.
+    :param definition_id: the definition it runs.
+    :param version: the pinned version (``latest`` resolved once, at start).
+    :param status: see :class:`WorkflowStatus`.
+    :param paused: the separate paused flag.
+    :param control_version: pass back as ``expected_control_version`` to pause/resume/cancel.
+    :param revision: rises by one with every history change.
+    :param input: the start input, numbers exact.
+    :param output: the output once ``SUCCEEDED`` (else ``None``).
+    :param review_reason: why it is in review (``task_failed``, ``deadline_exceeded``...).
+    :param failure_policy: ``REVIEW`` or ``FAIL_AFTER_SETTLED``, from the pinned version.
+    :param deadline_at: the absolute instance deadline (database time, UTC).
+    :param operation_type: with ``idempotency_key``, the idempotency identity of the start.
+    :param idempotency_key: the key the instance was started with.
+    :param created_by: the actor that started it (``token:…``).
+    :param created_at: database time of the start.
+    :param updated_at: database time of the last change.
+    :param settled_at: when it reached a terminal status (else ``None``).
+    """
+
+    workflow_id: str
+    namespace: str
+    definition_id: str
+    version: str
+    status: WorkflowStatus
+    paused: bool
+    control_version: int
+    revision: int
+    input: Any = None
+    output: Any = None
+    review_reason: str | None = None
+    failure_policy: str
+    deadline_at: datetime
+    operation_type: str
+    idempotency_key: str
+    created_by: str
+    created_at: datetime
+    updated_at: datetime
+    settled_at: datetime | None = None
+
+
+class StepInfo(_Model):
+    """One step of an instance: its phase, state version and saved output."""
+
+    step_id: str
+    phase: str
+    version: int
+    output: Any = None
+    decision: Any = None
+    """What a composite chose when entered (e.g. a branch's case index)."""
+    activation_id: str | None = None
+    reason: str | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
+class ActivationInfo(_Model):
+    """One activation of a step (recovery makes new ones and keeps the old)."""
+
+    activation_id: str
+    step_id: str
+    kind: str
+    state: str
+    state_version: int
+    task_id: str | None = None
+    poll_round: int | None = None
+    command: Any = None
+    result_revision: int | None = None
+    reason: str | None = None
+    created_at: datetime
+    settled_at: datetime | None = None
+
+
+class TaskInfo(_Model):
+    """A dispatch task created for one of the instance's activations."""
+
+    task_id: str
+    step_id: str
+    activation_id: str | None = None
+    queue: str
+    handler: str
+    handler_version: str
+    status: str
+    revision: int
+    attempts_used: int
+    max_attempts: int
+    effect_unknown: bool
+    result: Any = None
+    error: Any = None
+    deadline_at: datetime | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
+class PendingAdvance(_Model):
+    """Deferred work of the instance in the due index (checkpoint, timer, deadline...)."""
+
+    id: int
+    kind: str
+    ref: str | None = None
+    reason: str | None = None
+    due_at: datetime
+
+
+class WorkflowDescription(WorkflowExecution):
+    """One instance with its steps, activations, tasks and pending work (``describe()``)."""
+
+    steps: list[StepInfo] = []
+    activations: list[ActivationInfo] = []
+    tasks: list[TaskInfo] = []
+    pending: list[PendingAdvance] = []
+    operations: list[dict[str, Any]] = []
+    """Control and review operations, oldest first: ``operation_id``, ``kind`` (``pause``,
+    ``resume``, ``cancel``, ``review.conclude``, ...), ``actor`` (the operator), ``reason``,
+    ``step_id``, ``activation_id``, ``new_activation_id``, ``conclusion``, ``evidence``."""
+    cancel_requested: bool = False
+    """A cancel was accepted (the instance may only end ``CANCELLED``)."""
+    review: dict[str, Any] | None = None
+    """``reason``, ``blocking_steps`` and ``unknown_effects`` (each with its
+    ``conclusion``, or ``None``)."""
+
+    def step(self, step_id: str) -> StepInfo:
+        """The step ``step_id`` (``KeyError`` when it has no row yet)."""
+        for step in self.steps:
+            if step.step_id == step_id:
+                return step
+        raise KeyError(step_id)
+
+
+class AuditInfo(_Model):
+    """The audit entry written in the same transaction as a history event."""
+
+    id: int
+    namespace: str
+    occurred_at: datetime
+    actor: str
+    action: str
+    object_type: str
+    object_id: str
+    operation_id: str | None = None
+    metadata: Any = None
+
+
+class HistoryEvent(_Model):
+    """One transition of an instance; ``revision`` orders the history."""
+
+    revision: int
+    occurred_at: datetime
+    kind: str
+    step_id: str | None = None
+    activation_id: str | None = None
+    from_state: str | None = None
+    to_state: str | None = None
+    reason: str | None = None
+    details: Any = None
+    operation_id: str | None = None
+    audit_id: int | None = None
+    audit: AuditInfo | None = None
+
+
+class WorkflowPage(_Model):
+    """One page of ``list_workflows_page``: newest first; ``next_cursor`` is ``None`` at the end."""
+
+    items: list[WorkflowExecution]
+    next_cursor: str | None = None
+
+
+class HistoryPage(_Model):
+    """One page of ``history_page``; pass ``next_cursor`` back as ``after``."""
+
+    items: list[HistoryEvent]
+    next_cursor: int | None = None
+
+
+# --- outcomes --------------------------------------------------------------------------
+
+
+class WorkflowError(WeaveSDKError):
+    """``result()`` did not end in ``SUCCEEDED``; ``workflow`` is the last view read.
+
+    :param workflow: the instance as last read (status, review reason, steps, tasks...).
+    """
+
+    def __init__(self, message: str, workflow: WorkflowDescription) -> None:
+        super().__init__(message)
+        self.workflow = workflow
+
+    @property
+    def workflow_id(self) -> str:
+        return self.workflow.workflow_id
+
+    @property
+    def status(self) -> WorkflowStatus:
+        return self.workflow.status
+
+
+class WorkflowFailedError(WorkflowError):
+    """The instance ended ``FAILED`` (failure policy ``FAIL_AFTER_SETTLED``)."""
+
+
+class WorkflowCancelledError(WorkflowError):
+    """The instance ended ``CANCELLED``."""
+
+
+class WorkflowNeedsReviewError(WorkflowError):
+    """The instance is in ``NEEDS_REVIEW``: it moves again only after a reviewer acts."""
+
+    @property
+    def review_reason(self) -> str | None:
+        return self.workflow.review_reason
+
+
+class WorkflowTimeoutError(WorkflowError, TimeoutError):
+    """``result(timeout=...)`` ran out of time; the instance may still finish later.
+
+    :param timeout: the seconds waited.
+    """
+
+    def __init__(self, message: str, workflow: WorkflowDescription, timeout: float) -> None:
+        super().__init__(message, workflow)
+        self.timeout = timeout
+
+
+_UNSUCCESSFUL: Final[dict[WorkflowStatus, type[WorkflowError]]] = {
+    WorkflowStatus.FAILED: WorkflowFailedError,
+    WorkflowStatus.CANCELLED: WorkflowCancelledError,
+    WorkflowStatus.NEEDS_REVIEW: WorkflowNeedsReviewError,
+}
+
+
+def _settled(view: WorkflowDescription) -> bool:
+    """Whether ``result()`` stops at ``view``; raises the outcome error when unsuccessful."""
+    if view.status is WorkflowStatus.SUCCEEDED:
+        return True
+    error = _UNSUCCESSFUL.get(view.status)
+    if error is not None:
+        reason = f" ({view.review_reason})" if view.review_reason else ""
+        raise error(f"workflow {view.workflow_id} is {view.status.value}{reason}", view)
+    return False
+
+
+class _Poll:
+    """The timing of ``result()``: a deadline and an interval growing by half to a cap."""
+
+    def __init__(self, timeout: float | None, initial: float, maximum: float) -> None:
+        if timeout is not None and timeout < 0:
+            raise ValueError("timeout must be >= 0 (or None to wait for ever)")
+        if initial <= 0 or maximum < initial:
+            raise ValueError("need 0 < poll_initial <= poll_max")
+        self.timeout = timeout
+        self.deadline = None if timeout is None else time.monotonic() + timeout
+        self.delay = initial
+        self.maximum = maximum
+
+    def next_sleep(self, view: WorkflowDescription) -> float:
+        """Seconds to sleep before the next read; raises the timeout error when none is left."""
+        sleep = self.delay
+        self.delay = min(self.delay * 1.5, self.maximum)
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                assert self.timeout is not None
+                raise WorkflowTimeoutError(
+                    f"workflow {view.workflow_id} is still {view.status.value} after "
+                    f"{self.timeout:g} s", view, self.timeout)
+            sleep = min(sleep, left)
+        return sleep
+
+
+# --- handles ---------------------------------------------------------------------------
+
+
+class WorkflowHandle:
+    """A started (or looked-up) instance, read through a blocking :class:`Client`.
+
+    :param client: the client to read with.
+    :param workflow_id: the instance id.
+    :param started: the instance as the start call returned it (``None`` for a handle made
+        by ``client.get_workflow_handle``).
+    :param created: ``True`` when the start call created the instance (HTTP 201),
+        ``False`` when it returned the original of the idempotency key (HTTP 200).
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        workflow_id: str,
+        *,
+        started: WorkflowExecution | None = None,
+        created: bool | None = None,
+    ) -> None:
+        self._client = client
+        self.workflow_id = workflow_id
+        self.started = started
+        self.created = created
+
+    def __repr__(self) -> str:
+        return f"WorkflowHandle({self.workflow_id!r})"
+
+    def describe(self) -> WorkflowDescription:
+        """The instance now, with its steps, activations, tasks and pending work."""
+        return self._client.get_workflow(self.workflow_id)
+
+    def history(self) -> list[HistoryEvent]:
+        """Every transition so far, in revision order (all pages)."""
+        return self._client.history(self.workflow_id)
+
+    def signal(self, name: str, *, correlation_key: str, payload: Any = None,
+               signal_id: str | None = None, param_version: str = "1",
+               evidence: Sequence[Any] = ()) -> SignalAcceptance:
+        """Deliver a signal to this instance (``POST .../signals``, permission ``signal``).
+
+        ``signal_id`` is the idempotency key: pass the same one when retrying (default: a
+        fresh random id). Returns the acceptance (``created`` False for a replay);
+        consumption shows later in ``describe()``. See docs/waits.md.
+        """
+        from weave_sdk.signals import send_signal
+
+        return send_signal(self._client, self.workflow_id, name,
+                           correlation_key=correlation_key, payload=payload,
+                           signal_id=signal_id, param_version=param_version, evidence=evidence)
+
+    # --- controls (docs/sdk.md "Controls", docs/operators-guide.md) ---------------------
+
+    def pause(self, *, reason: str, expected_control_version: int | None = None,
+              operation_id: str | None = None) -> WorkflowExecution:
+        """Pause: close the execution gate (see :func:`weave_sdk.controls.pause`)."""
+        from weave_sdk.controls import pause
+
+        return pause(self._client, self.workflow_id, reason=reason,
+                     expected_control_version=expected_control_version,
+                     operation_id=operation_id)
+
+    def resume(self, *, reason: str, expected_control_version: int | None = None,
+               operation_id: str | None = None) -> WorkflowExecution:
+        """Lift the pause only (see :func:`weave_sdk.controls.resume`)."""
+        from weave_sdk.controls import resume
+
+        return resume(self._client, self.workflow_id, reason=reason,
+                      expected_control_version=expected_control_version,
+                      operation_id=operation_id)
+
+    def cancel(self, *, reason: str, expected_control_version: int | None = None,
+               operation_id: str | None = None) -> WorkflowExecution:
+        """Cancel: no new steps, running work collected (see :func:`weave_sdk.controls.cancel`)."""
+        from weave_sdk.controls import cancel
+
+        return cancel(self._client, self.workflow_id, reason=reason,
+                      expected_control_version=expected_control_version,
+                      operation_id=operation_id)
+
+    def review(self, action: str, *, reason: str, step_id: str | None = None,
+               expected_state_version: int | None = None, conclusion: str | None = None,
+               evidence: dict[str, Any] | None = None, outcome: str | None = None,
+               operation_id: str | None = None) -> ReviewResult:
+        """One review action as given (see :func:`weave_sdk.controls.review`)."""
+        from weave_sdk.controls import review
+
+        return review(self._client, self.workflow_id, action, reason=reason, step_id=step_id,
+                      expected_state_version=expected_state_version, conclusion=conclusion,
+                      evidence=evidence, outcome=outcome, operation_id=operation_id)
+
+    def conclude(self, step_id: str, conclusion: str, *, reason: str,
+                 evidence: dict[str, Any] | None = None,
+                 expected_state_version: int | None = None,
+                 operation_id: str | None = None) -> ReviewResult:
+        """Record a conclusion on a step (see :func:`weave_sdk.controls.conclude`)."""
+        from weave_sdk.controls import conclude
+
+        return conclude(self._client, self.workflow_id, step_id, conclusion, reason=reason,
+                        evidence=evidence, expected_state_version=expected_state_version,
+                        operation_id=operation_id)
+
+    def resolve(self, *, reason: str, outcome: str = "continue",
+                operation_id: str | None = None) -> ReviewResult:
+        """End the review (see :func:`weave_sdk.controls.resolve`)."""
+        from weave_sdk.controls import resolve
+
+        return resolve(self._client, self.workflow_id, reason=reason, outcome=outcome,
+                       operation_id=operation_id)
+
+    def recover(self, step_id: str, *, reason: str, expected_state_version: int | None = None,
+                conclusion: str | None = None, evidence: dict[str, Any] | None = None,
+                operation_id: str | None = None) -> ReviewResult:
+        """Re-run a step under a new activation (see :func:`weave_sdk.controls.recover`)."""
+        from weave_sdk.controls import recover
+
+        return recover(self._client, self.workflow_id, step_id, reason=reason,
+                       expected_state_version=expected_state_version, conclusion=conclusion,
+                       evidence=evidence, operation_id=operation_id)
+
+    def result(
+        self,
+        timeout: float | None = None,
+        *,
+        poll_initial: float = DEFAULT_POLL_INITIAL,
+        poll_max: float = DEFAULT_POLL_MAX,
+    ) -> Any:
+        """Wait until the instance settles and return its output.
+
+        Reads ``describe()`` at once, then again after ``poll_initial`` seconds, the
+        interval growing by half per read up to ``poll_max``.
+
+        :param timeout: seconds to wait; ``None`` waits for ever.
+        :raises WorkflowFailedError: the instance ended ``FAILED``.
+        :raises WorkflowCancelledError: the instance ended ``CANCELLED``.
+        :raises WorkflowNeedsReviewError: the instance is in ``NEEDS_REVIEW``.
+        :raises WorkflowTimeoutError: still running after ``timeout`` seconds.
+
+        Each error carries the last view read as ``.workflow``.
+        """
+        poll = _Poll(timeout, poll_initial, poll_max)
+        while True:
+            view = self.describe()
+            if _settled(view):
+                return view.output
+            time.sleep(poll.next_sleep(view))
+
+
+class AsyncWorkflowHandle:
+    """:class:`WorkflowHandle` for :class:`AsyncClient`: the same methods, awaited."""
+
+    def __init__(
+        self,
+        client: AsyncClient,
+        workflow_id: str,
+        *,
+        started: WorkflowExecution | None = None,
+        created: bool | None = None,
+    ) -> None:
+        self._client = client
+        self.workflow_id = workflow_id
+        self.started = started
+        self.created = created
+
+    def __repr__(self) -> str:
+        return f"AsyncWorkflowHandle({self.workflow_id!r})"
+
+    async def describe(self) -> WorkflowDescription:
+        """See :meth:`WorkflowHandle.describe`."""
+        return await self._client.get_workflow(self.workflow_id)
+
+    async def history(self) -> list[HistoryEvent]:
+        """See :meth:`WorkflowHandle.history`."""
+        return await self._client.history(self.workflow_id)
+
+    async def signal(self, name: str, *, correlation_key: str, payload: Any = None,
+                     signal_id: str | None = None, param_version: str = "1",
+                     evidence: Sequence[Any] = ()) -> SignalAcceptance:
+        """See :meth:`WorkflowHandle.signal`."""
+        from weave_sdk.signals import send_signal_async
+
+        return await send_signal_async(self._client, self.workflow_id, name,
+                                       correlation_key=correlation_key, payload=payload,
+                                       signal_id=signal_id, param_version=param_version,
+                                       evidence=evidence)
+
+    async def pause(self, *, reason: str, expected_control_version: int | None = None,
+                    operation_id: str | None = None) -> WorkflowExecution:
+        """See :meth:`WorkflowHandle.pause`."""
+        from weave_sdk.controls import pause_async
+
+        return await pause_async(self._client, self.workflow_id, reason=reason,
+                                 expected_control_version=expected_control_version,
+                                 operation_id=operation_id)
+
+    async def resume(self, *, reason: str, expected_control_version: int | None = None,
+                     operation_id: str | None = None) -> WorkflowExecution:
+        """See :meth:`WorkflowHandle.resume`."""
+        from weave_sdk.controls import resume_async
+
+        return await resume_async(self._client, self.workflow_id, reason=reason,
+                                  expected_control_version=expected_control_version,
+                                  operation_id=operation_id)
+
+    async def cancel(self, *, reason: str, expected_control_version: int | None = None,
+                     operation_id: str | None = None) -> WorkflowExecution:
+        """See :meth:`WorkflowHandle.cancel`."""
+        from weave_sdk.controls import cancel_async
+
+        return await cancel_async(self._client, self.workflow_id, reason=reason,
+                                  expected_control_version=expected_control_version,
+                                  operation_id=operation_id)
+
+    async def review(self, action: str, *, reason: str, step_id: str | None = None,
+                     expected_state_version: int | None = None, conclusion: str | None = None,
+                     evidence: dict[str, Any] | None = None, outcome: str | None = None,
+                     operation_id: str | None = None) -> ReviewResult:
+        """See :meth:`WorkflowHandle.review`."""
+        from weave_sdk.controls import review_async
+
+        return await review_async(self._client, self.workflow_id, action, reason=reason,
+                                  step_id=step_id, expected_state_version=expected_state_version,
+                                  conclusion=conclusion, evidence=evidence, outcome=outcome,
+                                  operation_id=operation_id)
+
+    async def conclude(self, step_id: str, conclusion: str, *, reason: str,
+                       evidence: dict[str, Any] | None = None,
+                       expected_state_version: int | None = None,
+                       operation_id: str | None = None) -> ReviewResult:
+        """See :meth:`WorkflowHandle.conclude`."""
+        from weave_sdk.controls import conclude_async
+
+        return await conclude_async(self._client, self.workflow_id, step_id, conclusion,
+                                    reason=reason, evidence=evidence,
+                                    expected_state_version=expected_state_version,
+                                    operation_id=operation_id)
+
+    async def resolve(self, *, reason: str, outcome: str = "continue",
+                      operation_id: str | None = None) -> ReviewResult:
+        """See :meth:`WorkflowHandle.resolve`."""
+        from weave_sdk.controls import resolve_async
+
+        return await resolve_async(self._client, self.workflow_id, reason=reason,
+                                   outcome=outcome, operation_id=operation_id)
+
+    async def recover(self, step_id: str, *, reason: str,
+                      expected_state_version: int | None = None, conclusion: str | None = None,
+                      evidence: dict[str, Any] | None = None,
+                      operation_id: str | None = None) -> ReviewResult:
+        """See :meth:`WorkflowHandle.recover`."""
+        from weave_sdk.controls import recover_async
+
+        return await recover_async(self._client, self.workflow_id, step_id, reason=reason,
+                                   expected_state_version=expected_state_version,
+                                   conclusion=conclusion, evidence=evidence,
+                                   operation_id=operation_id)
+
+    async def result(
+        self,
+        timeout: float | None = None,
+        *,
+        poll_initial: float = DEFAULT_POLL_INITIAL,
+        poll_max: float = DEFAULT_POLL_MAX,
+    ) -> Any:
+        """See :meth:`WorkflowHandle.result`."""
+        return await _wait(self.describe, _Poll(timeout, poll_initial, poll_max))
+
+
+async def _wait(read: Callable[[], Awaitable[WorkflowDescription]], poll: _Poll) -> Any:
+    while True:
+        view = await read()
+        if _settled(view):
+            return view.output
+        await asyncio.sleep(poll.next_sleep(view))
+
+
+__all__ = [
+    "DEFAULT_POLL_INITIAL",
+    "DEFAULT_POLL_MAX",
+    "ActivationInfo",
+    "AsyncWorkflowHandle",
+    "AuditInfo",
+    "HistoryEvent",
+    "HistoryPage",
+    "PendingAdvance",
+    "StepInfo",
+    "TaskInfo",
+    "WorkflowCancelledError",
+    "WorkflowDescription",
+    "WorkflowError",
+    "WorkflowExecution",
+    "WorkflowFailedError",
+    "WorkflowHandle",
+    "WorkflowNeedsReviewError",
+    "WorkflowPage",
+    "WorkflowStatus",
+    "WorkflowTimeoutError",
+]
