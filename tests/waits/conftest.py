@@ -1,0 +1,57 @@
+"""Waits fixtures: engines on a MariaDB database of the waits tests alone (the test clock
+offset is per database, and other packages' live servers run ticks of their own)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.conftest import create_mysql_database, drop_mysql_database
+from tests.runtime.conftest import make_engine
+from weave_core.db import Database, set_clock_offset
+from weave_core.engine import Engine
+from weave_core.limits import Limits
+from weave_core.migrate import upgrade
+from weave_core.plugins import PluginHost
+
+
+@pytest.fixture(scope="session")
+def mysql_url() -> Iterator[str]:
+    url = create_mysql_database("weave_wt")
+    upgrade(url)
+    yield url
+    drop_mysql_database(url)
+
+
+@pytest.fixture(scope="session")
+def mysql_db(mysql_url: str) -> Iterator[Database]:
+    db = Database.from_url(mysql_url)
+    yield db
+    db.dispose()
+
+
+@pytest.fixture(scope="session")
+def plugin_host() -> PluginHost:
+    return PluginHost.from_entry_points()
+
+
+@pytest.fixture
+def engine(mysql_db: Database, plugin_host: PluginHost) -> Iterator[Engine]:
+    yield make_engine(mysql_db, plugin_host)
+    set_clock_offset(mysql_db, 0)
+
+
+@pytest.fixture
+def limited(mysql_db: Database, plugin_host: PluginHost) -> Iterator[Engine]:
+    """An engine with small signal limits (backlog 2, retention 60 s)."""
+    yield make_engine(mysql_db, plugin_host,
+                      limits=Limits(max_unmatched_signals=2, signal_retention_seconds=60))
+    set_clock_offset(mysql_db, 0)
+
+
+@pytest.fixture
+def any_engine(any_db: Database, plugin_host: PluginHost) -> Iterator[Engine]:
+    """The same test on MariaDB and on the embedded SQLite default."""
+    yield make_engine(any_db, plugin_host)
+    set_clock_offset(any_db, 0)

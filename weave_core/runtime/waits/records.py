@@ -1,0 +1,232 @@
+"""Wait records: their vocabulary, the version-checked race, and settling a waiting step.
+
+Every fact that may end a wait (a signal, a timer, a timeout, a cancel, a poll receipt, a
+poll result, the poll deadline) ends it through :func:`settle_wait_txn`: one UPDATE keyed on
+the record's ``version`` and ``state = 'OPEN'``. All of them run under the instance lock
+(R-6.2), so they serialise; the version check makes the rule explicit and catches any path
+that forgot the lock: exactly one fact wins, and the others are recorded as losers
+(:func:`record_loser`) and never advance.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Row
+
+from weave_core import exactjson
+from weave_core.engine import Engine
+from weave_core.exactjson import JSON
+from weave_core.nodespec import Fact, StepOutcome, StepResult
+from weave_core.program import Program
+from weave_core.runtime.history import History
+from weave_core.runtime.instances import InstanceStatus
+from weave_core.runtime.pending import PendingKind, PendingState
+from weave_core.runtime.snapshot import LockedInstance
+from weave_core.schema import weave_activations, weave_pending_advances, weave_waits
+from weave_core.snapshot import Phase
+
+
+class WaitKind(StrEnum):
+    SIGNAL = "signal"
+    TIMER = "timer"
+    POLL = "poll"
+
+
+class WaitState(StrEnum):
+    OPEN = "OPEN"
+    SATISFIED = "SATISFIED"
+    """A signal, a receipt, the timer or a succeeding poll result ended it."""
+    TIMED_OUT = "TIMED_OUT"
+    """A signal wait's timeout won (no signal accepted at or before the deadline)."""
+    FAILED = "FAILED"
+    """A poll result classified FAILED."""
+    REVIEW = "REVIEW"
+    """Rounds or deadline exhausted, a round out of retries, or an unclassifiable result."""
+    CANCELLED = "CANCELLED"
+
+
+class Winner(StrEnum):
+    """Which fact ended a wait (``weave_waits.winner``)."""
+
+    SIGNAL = "signal"
+    RECEIPT = "receipt"
+    TIMER = "timer"
+    TIMEOUT = "timeout"
+    DEADLINE = "deadline"
+    ROUNDS_EXHAUSTED = "rounds_exhausted"
+    POLL_RESULT = "poll_result"
+    CANCEL = "cancel"
+
+
+class LoserClass(StrEnum):
+    """Stable classifications of facts that lost a race (history ``wait.race_lost``)."""
+
+    WAIT_ALREADY_SETTLED = "wait_already_settled"
+    """The wait was already ended by another fact (its winner is named)."""
+    SIGNAL_AFTER_DEADLINE = "signal_after_deadline"
+    """Accepted after the wait's deadline: the timeout wins, the signal is kept as LOST."""
+    TIMEOUT_AFTER_SIGNAL = "timeout_after_signal"
+    """The deadline came, but a signal accepted at or before it was waiting to be consumed."""
+    STALE_ACTIVATION = "stale_activation"
+    """The fact names an activation that is no longer the step's current one."""
+    ROUND_AFTER_SETTLE = "round_after_settle"
+    """A poll round's result arrived after the wait ended (receipt or deadline won)."""
+    ROUND_AFTER_DEADLINE = "round_after_deadline"
+    """A poll round's result accepted after the poll deadline: evidence only."""
+    ROUND_ALREADY_HANDLED = "round_already_handled"
+
+
+def insert_wait_txn(conn: Connection, li: LockedInstance, *, activation_id: str, step_id: str,
+                    kind: WaitKind, now: datetime, **values: Any) -> None:
+    """Open the wait record of one activation (state OPEN, version 1)."""
+    values.setdefault("current_round", 0)
+    conn.execute(sa.insert(weave_waits).values(
+        activation_id=activation_id, namespace=li.namespace, instance_id=li.instance_id,
+        step_id=step_id, kind=kind.value, state=WaitState.OPEN.value, version=1,
+        opened_at=now, updated_at=now, **values,
+    ))
+
+
+def settle_wait_txn(conn: Connection, wait: Row[Any], state: WaitState, winner: Winner, *,
+                    now: datetime, winner_ref: str | None = None, reason: str | None = None,
+                    **values: Any) -> bool:
+    """End the wait if it is still OPEN at the version read; True when this call won."""
+    w = weave_waits
+    won = conn.execute(
+        sa.update(w)
+        .where(w.c.activation_id == wait.activation_id, w.c.version == int(wait.version),
+               w.c.state == WaitState.OPEN.value)
+        .values(state=state.value, version=int(wait.version) + 1, winner=winner.value,
+                winner_ref=winner_ref, reason=reason, settled_at=now, updated_at=now,
+                **values)
+    ).rowcount
+    return won == 1
+
+
+def bump_wait_txn(conn: Connection, wait: Row[Any], *, now: datetime, **values: Any) -> bool:
+    """Change an OPEN wait (next round, last result) at the version read."""
+    w = weave_waits
+    return conn.execute(
+        sa.update(w)
+        .where(w.c.activation_id == wait.activation_id, w.c.version == int(wait.version),
+               w.c.state == WaitState.OPEN.value)
+        .values(version=int(wait.version) + 1, updated_at=now, **values)
+    ).rowcount == 1
+
+
+def record_loser(history: History, wait: Row[Any] | None, loser: str, classification: LoserClass,
+                 *, activation_id: str | None = None, details: dict[str, JSON] | None = None
+                 ) -> None:
+    """Write down a fact that lost its race: it changes nothing else."""
+    info: dict[str, JSON] = {"loser": loser, **(details or {})}
+    if wait is not None:
+        info.update(winner=wait.winner, wait_state=wait.state, wait_version=int(wait.version))
+    history.record("wait.race_lost", step_id=None if wait is None else wait.step_id,
+                   activation_id=activation_id or (None if wait is None else wait.activation_id),
+                   reason=classification.value, details=info)
+
+
+def finish_wait_rows_txn(conn: Connection, instance_id: str, activation_id: str,
+                         now: datetime) -> None:
+    """A settled wait needs no wake-up: mark its TIMER/POLL/SIGNAL pending rows done."""
+    p = weave_pending_advances
+    conn.execute(
+        sa.update(p)
+        .where(p.c.instance_id == instance_id, p.c.ref == activation_id,
+               p.c.kind.in_((PendingKind.TIMER.value, PendingKind.POLL.value,
+                             PendingKind.SIGNAL.value)),
+               p.c.state == PendingState.PENDING.value)
+        .values(state=PendingState.DONE.value, version=p.c.version + 1, updated_at=now)
+    )
+
+
+def is_current(li: LockedInstance, act: Row[Any] | None, wait: Row[Any]) -> bool:
+    """The wait's activation is still its step's current, ACTIVE one."""
+    if act is None or act.state != "ACTIVE":
+        return False
+    step = li.step(wait.step_id)
+    return (step is not None and step.activation_id == wait.activation_id
+            and step.phase is Phase.ACTIVE)
+
+
+def interpret(program: Program, step_id: str, fact: Fact) -> StepResult:
+    try:
+        return program.interpret(step_id, fact)
+    except NotImplementedError:  # a plugin defect: never a silent success
+        return StepResult(StepOutcome.NEEDS_REVIEW, reason="kind_cannot_interpret")
+
+
+_PHASE = {
+    StepOutcome.SUCCEEDED: Phase.SUCCEEDED,
+    StepOutcome.FAILED: Phase.FAILED,
+    StepOutcome.CANCELLED: Phase.CANCELLED,
+    StepOutcome.NEEDS_REVIEW: Phase.NEEDS_REVIEW,
+}
+
+
+def settle_step_txn(
+    conn: Connection, engine: Engine, li: LockedInstance, history: History, program: Program,
+    act: Row[Any], result: StepResult, *, now: datetime, fact_at: datetime,
+    details: dict[str, JSON], result_revision: int | None = None,
+) -> Phase:
+    """Save what the fact means for the step, then advance, review or fail (policy).
+
+    ``fact_at`` is the database acceptance time of the winning fact: it decides "on time"
+    for the instance deadline (R-6.7).
+    """
+    from weave_core.runtime.advance import advance_txn, to_review
+    from weave_core.runtime.consumer import _fail_after_settled, settle_cancelling
+
+    phase = _PHASE.get(result.outcome)
+    if phase is None:  # CONTINUE never settles a step
+        phase, result = Phase.NEEDS_REVIEW, StepResult(StepOutcome.NEEDS_REVIEW,
+                                                       reason="unexpected_outcome")
+    step = li.step(act.step_id)
+    assert step is not None
+    step.phase, step.version = phase, step.version + 1
+    step.output = result.output if phase is Phase.SUCCEEDED else None
+    step.reason = result.reason
+    li.put_step(step)
+    a = weave_activations
+    values: dict[str, Any] = {"state": phase.value, "state_version": int(act.state_version) + 1,
+                              "reason": result.reason, "updated_at": now, "settled_at": now}
+    if result_revision is not None:
+        values["result_revision"] = result_revision
+    conn.execute(sa.update(a).where(a.c.activation_id == act.activation_id).values(**values))
+    history.record(f"step.{phase.value.lower()}", step_id=act.step_id,
+                   activation_id=act.activation_id, from_state=Phase.ACTIVE.value,
+                   to_state=phase.value, reason=result.reason, details=details)
+    if li.status == InstanceStatus.CANCELLING:
+        settle_cancelling(conn, li, history, program, now)
+    elif phase is Phase.SUCCEEDED:
+        advance_txn(conn, engine, li, history, program, now=now, fact_at=fact_at)
+    elif phase is Phase.FAILED and li.failure_policy == "FAIL_AFTER_SETTLED":
+        _fail_after_settled(conn, engine, li, history, program, now)
+    else:
+        to_review(conn, li, history, result.reason or phase.value.lower(), now=now)
+    return phase
+
+
+def dumps(value: JSON) -> str:
+    return exactjson.dumps(value)
+
+
+__all__ = [
+    "LoserClass",
+    "WaitKind",
+    "WaitState",
+    "Winner",
+    "bump_wait_txn",
+    "dumps",
+    "finish_wait_rows_txn",
+    "insert_wait_txn",
+    "interpret",
+    "is_current",
+    "record_loser",
+    "settle_step_txn",
+    "settle_wait_txn",
+]

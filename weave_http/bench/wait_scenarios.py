@@ -1,0 +1,268 @@
+"""``weave bench waits`` (S4) and ``signals`` (S5): waiting costs rows, not scans.
+
+In-process engine on the bench database (kernel calls, no HTTP), so the figures isolate the
+waits layer:
+
+``waits`` (S4):
+- ``seq10_p50_*`` — S1-like: one instance of 10 sequential no-op tasks, start → SUCCEEDED
+  (claim, complete, consume on the fast path), before and after ``N`` instances wait on far
+  timers and signals (N = 100 tiny, 1,000 small, 100,000 full); the ratio is the S1
+  change (target ≤ 1.10).
+- ``tick_scan_ms_*`` — the tick's two due scans (``due_candidates``), median of 50, with no
+  waiters and with N: flat (both served by their due indexes; ``tests/waits`` EXPLAINs them).
+- ``burst_lateness_p50/p99`` and ``burst_drain_s`` — 1,000 timers (100 tiny) made due in the
+  same second, drained by 4 tick workers back to back (``due_candidates`` + ``run_pending``,
+  each its own share, as 4 engine processes would): lateness = the wait's settle time - its
+  due time, database time. Every advance of one namespace takes its quota row exclusively
+  (R-6.2), so the drain is bounded by one advance transaction per timer in series.
+
+``signals`` (S5): instances waiting on ``signal``; each signal is accepted and delivered on
+the fast path, then the next task is claimed: accepted → next task claimable, p50/p99.
+"""
+
+from __future__ import annotations
+
+import secrets
+import statistics
+import threading
+import time
+from datetime import timedelta
+from typing import Any
+
+import sqlalchemy as sa
+
+from weave_core.db import Database
+from weave_core.definition_store import store_definition
+from weave_core.definitions import validate_definition
+from weave_core.dispatch import (
+    HandlerRef,
+    Report,
+    ReportOutcome,
+    claim,
+    complete,
+    set_namespace_quota,
+    set_queue_capacity,
+)
+from weave_core.engine import Engine
+from weave_core.identity import CLI_ACTOR, create_namespace
+from weave_core.limits import Limits
+from weave_core.plugins import PluginHost
+from weave_core.runtime import StartRequest, start_workflow
+from weave_core.runtime.checkpoints import run_pending
+from weave_core.runtime.consumer import consume_task_results
+from weave_core.runtime.tick import due_candidates
+from weave_core.runtime.waits import SignalRequest, accept_signal
+from weave_core.schema import weave_pending_advances, weave_waits
+from weave_http.bench import BenchContext, Metric, scenario
+
+QUEUE = "bench-w"
+DRAIN_WORKERS = 4
+
+
+def _engine(ctx: BenchContext) -> Engine:
+    db = Database.from_url(ctx.database_url, pool_size=8)
+    return Engine(db=db, plugins=PluginHost.from_entry_points(), limits=Limits(),
+                  node_id=f"bench-{secrets.token_hex(3)}")
+
+
+def _namespace(engine: Engine) -> str:
+    ns = f"bw-{secrets.token_hex(4)}"
+    create_namespace(engine.db, ns)
+    set_namespace_quota(engine.db, ns, 10_000_000, actor=CLI_ACTOR)
+    set_queue_capacity(engine.db, ns, QUEUE, 10_000_000, actor=CLI_ACTOR)
+    return ns
+
+
+def _task(step_id: str) -> dict[str, Any]:
+    return {"id": step_id, "kind": "task", "queue": QUEUE,
+            "handler": {"name": "noop", "version": "1"}, "input": {}}
+
+
+def _publish(engine: Engine, ns: str, definition_id: str, steps: list[Any]) -> None:
+    doc = {"schema_version": 1, "definition_id": definition_id, "version": "1",
+           "input_schema": {"type": "object"}, "failure_policy": "REVIEW", "steps": steps}
+    store_definition(engine.db, CLI_ACTOR, ns,
+                     validate_definition(doc, engine.plugins, engine.limits))
+
+
+def _start(engine: Engine, ns: str, definition_id: str, inp: Any) -> str:
+    result = start_workflow(engine, ns, StartRequest(definition_id, "1", inp,
+                                                     secrets.token_hex(8)), actor=CLI_ACTOR)
+    return result.instance.instance_id
+
+
+def _drive(engine: Engine, ns: str) -> int:
+    """Claim and complete no-op tasks of ``ns`` until none is claimable; return how many."""
+    done = 0
+    while True:
+        got = claim(engine.db, namespace=ns, queue=QUEUE, worker_id="bench",
+                    handlers=[HandlerRef("noop", "1")], max_tasks=1)
+        if not got:
+            return done
+        for c in got:
+            complete(engine.db, namespace=ns, task_id=c.task_id, attempt_id=c.attempt_id,
+                     report=Report(ReportOutcome.SUCCEEDED, output={}), actor="worker:bench")
+            consume_task_results(engine, ns, c.task_id)
+            done += 1
+
+
+def _seq10_p50(engine: Engine, runs: int) -> float:
+    ns = _namespace(engine)
+    _publish(engine, ns, "seq10", [_task(f"s{i}") for i in range(10)])
+    times = []
+    for _ in range(runs):
+        began = time.perf_counter()
+        _start(engine, ns, "seq10", {})
+        if _drive(engine, ns) != 10:
+            raise RuntimeError("seq10 did not run 10 steps")
+        times.append(time.perf_counter() - began)
+    return statistics.median(times) * 1000
+
+
+def _scan_ms(engine: Engine, samples: int = 50) -> float:
+    times = []
+    for _ in range(samples):
+        began = time.perf_counter()
+        engine.db.read(lambda conn: due_candidates(conn, engine, 100), name="bench_scan")
+        times.append(time.perf_counter() - began)
+    return statistics.median(times) * 1000
+
+
+def _waiters(engine: Engine, count: int) -> None:
+    """``count`` instances waiting: half on a timer a day away, half on a signal."""
+    ns = _namespace(engine)
+    _publish(engine, ns, "far", [{"id": "nap", "kind": "timer", "seconds": 86400}])
+    _publish(engine, ns, "sig", [{"id": "s", "kind": "signal", "name": "go",
+                                  "correlation_key": {"$ref": "input.k"}}])
+    lock = threading.Lock()
+    left = [count]
+
+    def worker() -> None:
+        while True:
+            with lock:
+                if left[0] <= 0:
+                    return
+                left[0] -= 1
+                n = left[0]
+            _start(engine, ns, "far" if n % 2 else "sig", {"k": f"k{n}"})
+
+    threads = [threading.Thread(target=worker) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _burst(engine: Engine, count: int) -> tuple[float, float, float]:
+    ns = _namespace(engine)
+    _publish(engine, ns, "burst", [{"id": "nap", "kind": "timer", "seconds": 3600}])
+    ids = [_start(engine, ns, "burst", {}) for _ in range(count)]
+    w, p = weave_waits, weave_pending_advances
+
+    def _due_soon(conn: sa.Connection) -> Any:
+        due = engine.db.now(conn) + timedelta(seconds=1)
+        for chunk in range(0, len(ids), 500):
+            part = ids[chunk:chunk + 500]
+            conn.execute(sa.update(w).where(w.c.instance_id.in_(part)).values(due_at=due))
+            conn.execute(sa.update(p).where(p.c.instance_id.in_(part), p.c.kind == "TIMER")
+                         .values(due_at=due))
+        return due
+
+    due = engine.db.transaction(_due_soon, name="bench_burst")
+    while engine.db.read(lambda conn: engine.db.now(conn)) < due:
+        time.sleep(0.005)
+    began = time.perf_counter()
+
+    def drain(part: int) -> None:
+        # A tick worker's loop, back to back; each worker takes its own share of the due
+        # rows (as engines racing on SKIP LOCKED would) instead of all taking the oldest.
+        while True:
+            _, pending = engine.db.read(lambda conn: due_candidates(conn, engine, 400),
+                                        name="bench_due")
+            mine = [x for x in pending if x % DRAIN_WORKERS == part]
+            if not pending:
+                return
+            for row_id in mine:
+                run_pending(engine, row_id)
+            if not mine:
+                time.sleep(0.01)
+
+    threads = [threading.Thread(target=drain, args=(i,)) for i in range(DRAIN_WORKERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    drained = time.perf_counter() - began
+    rows = engine.db.read(lambda conn: conn.execute(
+        sa.select(w.c.settled_at, w.c.due_at).where(w.c.namespace == ns)).all())
+    late = [(r.settled_at - r.due_at).total_seconds() for r in rows if r.settled_at is not None]
+    if len(late) != count:
+        raise RuntimeError(f"{len(late)} of {count} timers fired")
+    return _percentile(late, 0.5), _percentile(late, 0.99), drained
+
+
+@scenario("waits", "S4: seq10 and tick scan with N waiting instances; 1,000-timer burst")
+def waits(ctx: BenchContext) -> list[Metric]:
+    engine = _engine(ctx)
+    waiting = ctx.pick(100, 1000, 100_000)
+    runs = ctx.pick(5, 40, 200)
+    try:
+        base_p50 = _seq10_p50(engine, runs)
+        base_scan = _scan_ms(engine)
+        _waiters(engine, waiting)
+        with_p50 = _seq10_p50(engine, runs)
+        with_scan = _scan_ms(engine)
+        p50, p99, drained = _burst(engine, ctx.pick(100, 1000, 1000))
+    finally:
+        engine.db.dispose()
+    return [
+        Metric("seq10_p50_no_waiters", base_p50, "ms", note="in-process kernel, 1 worker"),
+        Metric(f"seq10_p50_{waiting}_waiting", with_p50, "ms",
+               note=f"ratio to no waiters {with_p50 / base_p50:.2f} (target ≤ 1.10)"),
+        Metric("tick_scan_ms_no_waiters", base_scan, "ms"),
+        Metric(f"tick_scan_ms_{waiting}_waiting", with_scan, "ms",
+               note=f"ratio {with_scan / base_scan:.2f}: flat (due indexes)"),
+        Metric("burst_lateness_p50", p50, "s", note="settled_at - due_at, database time"),
+        Metric("burst_lateness_p99", p99, "s", note="target ≤ 1 s"),
+        Metric("burst_drain_s", drained, "s", note="4 tick workers back to back"),
+    ]
+
+
+@scenario("signals", "S5: signal accepted → next task claimable, p50/p99")
+def signals(ctx: BenchContext) -> list[Metric]:
+    engine = _engine(ctx)
+    count = ctx.pick(20, 300, 1000)
+    try:
+        ns = _namespace(engine)
+        _publish(engine, ns, "s5", [{"id": "s", "kind": "signal", "name": "go",
+                                     "correlation_key": {"$ref": "input.k"}}, _task("next")])
+        ids = [_start(engine, ns, "s5", {"k": f"k{i}"}) for i in range(count)]
+        lat = []
+        for i, wid in enumerate(ids):
+            began = time.perf_counter()
+            acc = accept_signal(engine, ns, wid, SignalRequest(f"s5-{i}", "go", f"k{i}", {}),
+                                actor=CLI_ACTOR)
+            if acc.pending_id is not None:
+                run_pending(engine, acc.pending_id)  # the route's fast path
+            got = claim(engine.db, namespace=ns, queue=QUEUE, worker_id="bench",
+                        handlers=[HandlerRef("noop", "1")], max_tasks=1)
+            lat.append(time.perf_counter() - began)
+            if len(got) != 1:
+                raise RuntimeError("the next task was not claimable after the signal")
+            complete(engine.db, namespace=ns, task_id=got[0].task_id,
+                     attempt_id=got[0].attempt_id,
+                     report=Report(ReportOutcome.SUCCEEDED, output={}), actor="worker:bench")
+    finally:
+        engine.db.dispose()
+    ms = [x * 1000 for x in lat]
+    return [Metric("signal_to_claimable_p50", _percentile(ms, 0.5), "ms",
+                   note="accept + fast-path delivery + claim, in-process"),
+            Metric("signal_to_claimable_p99", _percentile(ms, 0.99), "ms")]
+
+
+__all__ = ["signals", "waits"]
