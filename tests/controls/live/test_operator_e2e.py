@@ -1,0 +1,82 @@
+"""An operator drives a real ``weave serve`` with the CLI and the SDK (MariaDB)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from typing import Any
+
+import httpx
+
+from tests.live_server import LiveServer, weave_command
+from weave_sdk import Client
+from weave_sdk import controls as sdk
+
+DOC = {"schema_version": 1, "definition_id": "ops", "version": "1",
+       "input_schema": {"type": "object"}, "failure_policy": "REVIEW",
+       "steps": [{"id": "a", "kind": "task", "queue": "q",
+                  "handler": {"name": "a", "version": "1"}, "input": {}}]}
+
+
+def _cli(server: LiveServer, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "WEAVE_URL": server.base_url, "WEAVE_TOKEN": server.token,
+           "WEAVE_NAMESPACE": server.namespace}
+    return subprocess.run(weave_command(*args), env=env, capture_output=True, text=True,
+                          timeout=60, check=False)
+
+
+def _worker(server: LiveServer, outcome: str) -> None:
+    headers = {"Authorization": f"Bearer {server.token}"}
+    base = f"{server.base_url}/v1/namespaces/{server.namespace}"
+    claimed: Any = []
+    for _ in range(50):
+        claimed = httpx.post(f"{base}/queues/q/claim", headers=headers, json={
+            "worker_id": "w", "handlers": [{"name": "a", "version": "1"}],
+            "wait_seconds": 1}).json()["tasks"]
+        if claimed:
+            break
+    (task,) = claimed
+    body: dict[str, Any] = {"attempt_id": task["attempt_id"], "outcome": outcome}
+    if outcome == "failed":
+        body["error"] = {"type": "boom", "message": "down", "retryable": False}
+    else:
+        body["output"] = {}
+    r = httpx.post(f"{base}/tasks/{task['task_id']}/complete", headers=headers, json=body)
+    assert r.status_code == 200, r.text
+
+
+def test_operator_cli_and_sdk(weave_server: LiveServer) -> None:
+    with Client(weave_server.base_url, weave_server.token, weave_server.namespace) as client:
+        client.publish(DOC)
+        first = client.start("ops", {}, idempotency_key="one").workflow_id
+        paused = _cli(weave_server, "pause", first, "--reason", "maintenance",
+                      "--operation-id", "cli-p1")
+        assert paused.returncode == 0, paused.stderr
+        assert client.get_workflow(first).paused is True
+        stale = _cli(weave_server, "pause", first, "--reason", "again",
+                     "--expected-version", "0")
+        assert stale.returncode == 1 and "error[control_version_conflict]" in stale.stderr
+        view = sdk.resume(client, first, reason="done")
+        assert view.paused is False and view.control_version == 2
+        cancelled = sdk.cancel(client, first, reason="not needed")
+        assert cancelled.status.value in ("CANCELLING", "CANCELLED")
+        assert client.get_workflow(first).status.value == "CANCELLED"
+
+        second = client.start("ops", {}, idempotency_key="two").workflow_id
+        _worker(weave_server, "failed")
+        for _ in range(100):
+            if client.get_workflow(second).status.value == "NEEDS_REVIEW":
+                break
+        assert client.get_workflow(second).status.value == "NEEDS_REVIEW"
+        blocked = _cli(weave_server, "review", second, "resolve", "--reason", "try")
+        assert blocked.returncode == 1 and "error[review_blocked]" in blocked.stderr
+        recovered = _cli(weave_server, "review", second, "recover", "--step", "a",
+                         "--reason", "outage over", "--json")
+        assert recovered.returncode == 0, recovered.stderr
+        _worker(weave_server, "succeeded")
+        for _ in range(100):
+            if client.get_workflow(second).status.value == "SUCCEEDED":
+                break
+        detail = client.get_workflow(second)
+        assert detail.status.value == "SUCCEEDED"
+        assert len([a for a in detail.activations if a.step_id == "a"]) == 2

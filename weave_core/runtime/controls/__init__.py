@@ -1,0 +1,47 @@
+"""Controls, failure policies, review and recovery (issue 7; DESIGN.md R-8).
+
+Operators pause, resume and cancel instances, conclude on failed steps, resolve reviews
+and recover steps; every operation carries a stable operation id, the operator and a
+reason, and commits with its transitions and audit. See docs/operators-guide.md.
+
+Modules: ``operations`` (the operation rows and replay), ``controls`` (pause, resume,
+cancel), ``stop`` (stopping an instance: cancel and FAIL_AFTER_SETTLED), ``review``
+(conclusions, resolve), ``recovery`` (re-running a step), ``views`` (what the instance
+view shows), ``errors`` (every refusal and its code).
+"""
+
+from weave_core.runtime.controls._common import OperationOutcome
+from weave_core.runtime.controls.controls import ControlRequest, cancel, pause, resume
+from weave_core.runtime.controls.operations import Operation, OperationKind, operations_of
+from weave_core.runtime.controls.recovery import RecoverRequest, recover
+from weave_core.runtime.controls.review import (
+    ConcludeRequest,
+    Conclusion,
+    ResolveOutcome,
+    ResolveRequest,
+    conclude,
+    resolve,
+)
+from weave_core.runtime.controls.stop import stop_txn
+from weave_core.runtime.controls.views import control_view
+
+__all__ = [
+    "ConcludeRequest",
+    "Conclusion",
+    "ControlRequest",
+    "Operation",
+    "OperationKind",
+    "OperationOutcome",
+    "RecoverRequest",
+    "ResolveOutcome",
+    "ResolveRequest",
+    "cancel",
+    "conclude",
+    "control_view",
+    "operations_of",
+    "pause",
+    "recover",
+    "resolve",
+    "resume",
+    "stop_txn",
+]

@@ -1,0 +1,113 @@
+"""``weave pause|resume|cancel`` and ``weave review``: operator controls through the SDK.
+
+``weave pause WORKFLOW_ID --reason R [--expected-version N] [--operation-id ID]`` (also
+``resume`` and ``cancel``): without ``--expected-version`` the instance's current control
+version is read first; without ``--operation-id`` a fresh one is made (pass your own to
+retry safely: a repeat returns the first outcome). ``weave review WORKFLOW_ID ACTION``
+with ``conclude``, ``resolve`` or ``recover``. Prints the instance (``--json``: exact JSON);
+a refusal prints ``error[<code>]: <detail>`` on stderr and exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from weave_http.cli.workflows import (
+    UsageError,
+    _connection_options,
+    _plain,
+    _summary,
+    read_input,
+    run_command,
+)
+from weave_sdk import Client, dumps
+from weave_sdk import controls as sdk
+
+
+def _print(value: Any, args: argparse.Namespace, out: TextIO) -> None:
+    if args.json:
+        print(dumps(_plain(value)), file=out)
+    elif isinstance(value, sdk.ReviewResult):
+        _summary(value.workflow, out)
+        op = value.operation
+        print(f"operation  {op['operation_id']} {op['kind']} by {op['actor']}", file=out)
+    else:
+        _summary(value, out)
+
+
+def _control(action: Callable[..., Any]) -> Callable[[Client, argparse.Namespace, TextIO,
+                                                     TextIO], int]:
+    def command(client: Client, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+        result = action(client, args.workflow_id, reason=args.reason,
+                        expected_control_version=args.expected_version,
+                        operation_id=args.operation_id)
+        _print(result, args, out)
+        return 0
+
+    return command
+
+
+def _review(client: Client, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    evidence = None if args.evidence is None else read_input(args.evidence)
+    if evidence is not None and not isinstance(evidence, dict):
+        raise UsageError("--evidence must be a JSON object")
+    if args.action == "recover":
+        if args.step is None:
+            raise UsageError("recover needs --step")
+        result = sdk.recover(client, args.workflow_id, args.step, reason=args.reason,
+                             expected_state_version=args.expected_state_version,
+                             conclusion=args.conclusion, evidence=evidence,
+                             operation_id=args.operation_id)
+    else:
+        result = sdk.review(client, args.workflow_id, args.action, reason=args.reason,
+                            step_id=args.step, expected_state_version=args.expected_state_version,
+                            conclusion=args.conclusion, evidence=evidence,
+                            outcome=args.outcome, operation_id=args.operation_id)
+    _print(result, args, out)
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``weave pause``, ``weave resume``, ``weave cancel`` and ``weave review``."""
+    for name, action, text in (
+        ("pause", sdk.pause, "pause an instance: close its execution gate"),
+        ("resume", sdk.resume, "resume a paused instance (lifts the pause only)"),
+        ("cancel", sdk.cancel, "cancel an instance: stop new steps, collect running work"),
+    ):
+        parser = subparsers.add_parser(name, help=text, description=text[0].upper() + text[1:]
+                                       + ". Exit 0 when accepted (or replayed), 1 when refused.")
+        parser.add_argument("workflow_id", metavar="WORKFLOW_ID")
+        parser.add_argument("--reason", required=True, help="why (recorded with the audit)")
+        parser.add_argument("--expected-version", type=int, default=None, metavar="N",
+                            help="the control_version you saw (default: read it now)")
+        parser.add_argument("--operation-id", default=None, metavar="ID",
+                            help="stable id of this operation (default: a new uuid)")
+        _connection_options(parser)
+        command = _control(action)
+        parser.set_defaults(func=lambda args, command=command: run_command(command, args))
+    review = subparsers.add_parser(
+        "review", help="conclude on a step, resolve a review, or recover a step",
+        description="Review an instance in NEEDS_REVIEW: 'conclude' records a conclusion "
+        "with evidence on a step, 'resolve' ends the review (--outcome), 'recover' re-runs "
+        "a failed step under a new activation. Exit 0 when accepted, 1 when refused.")
+    review.add_argument("workflow_id", metavar="WORKFLOW_ID")
+    review.add_argument("action", choices=["conclude", "resolve", "recover"])
+    review.add_argument("--reason", required=True, help="why (recorded with the audit)")
+    review.add_argument("--step", default=None, metavar="STEP_ID")
+    review.add_argument("--expected-state-version", type=int, default=None, metavar="N",
+                        help="the step's version you saw (recover default: read it now)")
+    review.add_argument("--conclusion", default=None,
+                        choices=["effect_confirmed_absent", "retry_safe",
+                                 "effect_confirmed_present", "effect_unknown"])
+    review.add_argument("--evidence", default=None, metavar="JSON|@FILE",
+                        help="a JSON object: what shows the effect's state")
+    review.add_argument("--outcome", default=None, choices=["continue", "failed", "cancelled"],
+                        help="resolve only (default continue)")
+    review.add_argument("--operation-id", default=None, metavar="ID")
+    _connection_options(review)
+    review.set_defaults(func=lambda args: run_command(_review, args))
+
+
+__all__ = ["register"]
