@@ -15,7 +15,11 @@ from urllib.parse import urlsplit, urlunsplit
 import pymysql
 import pytest
 
-from tests.live_server import weave_server, weave_server_process  # noqa: F401  shared fixtures
+from tests.live_server import (  # noqa: F401  shared fixtures
+    live_database,
+    weave_server,
+    weave_server_process,
+)
 from weave_core.db import Database
 from weave_core.migrate import upgrade
 

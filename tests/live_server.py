@@ -107,9 +107,28 @@ def start_server(
 
 
 @pytest.fixture(scope="session")
-def weave_server_process(mysql_url: str) -> Iterator[ServerProcess]:
-    """One real ``weave serve`` on the session MariaDB database for the whole session."""
-    server = start_server(mysql_url)
+def live_database() -> Iterator[tuple[str, Database]]:
+    """The live server's own database, (url, Database), for the whole session.
+
+    Never the shared session database: the server runs its tick, which would consume or
+    quarantine inbox rows and pending advances that other tests create and inspect. (And a
+    session-scoped server must not depend on ``mysql_url``, which directories override.)
+    """
+    from tests.conftest import create_mysql_database, drop_mysql_database
+    from weave_core.migrate import upgrade
+
+    url = create_mysql_database("weave_live")
+    upgrade(url)
+    db = Database.from_url(url)
+    yield url, db
+    db.dispose()
+    drop_mysql_database(url)
+
+
+@pytest.fixture(scope="session")
+def weave_server_process(live_database: tuple[str, Database]) -> Iterator[ServerProcess]:
+    """One real ``weave serve`` (with its tick) on the live database for the whole session."""
+    server = start_server(live_database[0])
     yield server
     server.stop()
 
@@ -122,6 +141,7 @@ class LiveServer:
     token: str
     namespace: str
     db: Database
+    """The server's database (for tests that look at rows it wrote)."""
 
     def __iter__(self) -> Iterator[str]:
         return iter((self.base_url, self.token, self.namespace))
@@ -132,9 +152,12 @@ class LiveServer:
 
 
 @pytest.fixture
-def weave_server(weave_server_process: ServerProcess, mysql_db: Database) -> LiveServer:
+def weave_server(
+    weave_server_process: ServerProcess, live_database: tuple[str, Database]
+) -> LiveServer:
     """(base_url, admin token, namespace) of a real server, with a namespace of this test."""
+    db = live_database[1]
     namespace = f"ns-{secrets.token_hex(6)}"
-    create_namespace(mysql_db, namespace)
-    token = create_token(mysql_db, namespace, [Permission.ADMIN])
-    return LiveServer(weave_server_process.base_url, token, namespace, mysql_db)
+    create_namespace(db, namespace)
+    token = create_token(db, namespace, [Permission.ADMIN])
+    return LiveServer(weave_server_process.base_url, token, namespace, db)

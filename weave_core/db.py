@@ -124,7 +124,11 @@ def _mysql_engine(url: sa.URL, pool_size: int) -> Engine:
         url,
         pool_size=pool_size,
         max_overflow=pool_size,
-        pool_pre_ping=True,
+        # No pre-ping: it costs a round trip on every checkout (several per step). A pooled
+        # connection the server dropped fails its first statement with 2006/2013;
+        # SQLAlchemy then invalidates the pool and ``transaction`` re-runs ``fn`` on a fresh
+        # connection (the lost-connection row of the table above).
+        pool_pre_ping=False,
         pool_recycle=3600,
         # Core ends every transaction itself, and the pool skips the rollback-on-return
         # for a transaction Core already ended, so this costs a round trip only after an
@@ -174,14 +178,26 @@ def _sqlite_engine(url: sa.URL, pool_size: int, busy_timeout_ms: int) -> Engine:
     return engine
 
 
-def _now_query(dialect: Dialect) -> sa.Select[Any]:
-    """Database time and the test clock offset, in one SELECT."""
+def _now_columns(dialect: Dialect) -> tuple[sa.ColumnElement[Any], sa.ColumnElement[Any]]:
+    """Database time and the test clock offset, as two columns of one SELECT."""
     offset = sa.func.coalesce(
         sa.select(_clock.c.offset_us).where(_clock.c.id == 1).scalar_subquery(), 0
     )
     if dialect == "mysql":
-        return sa.select(sa.func.utc_timestamp(6), offset)
-    return sa.select(sa.func.strftime("%Y-%m-%d %H:%M:%f", "now"), offset)
+        return sa.func.utc_timestamp(6).label("weave_db_now"), offset.label("weave_db_offset")
+    return (sa.func.strftime("%Y-%m-%d %H:%M:%f", "now").label("weave_db_now"),
+            offset.label("weave_db_offset"))
+
+
+def _now_query(dialect: Dialect) -> sa.Select[Any]:
+    """Database time and the test clock offset, in one SELECT."""
+    return sa.select(*_now_columns(dialect))
+
+
+def _time_of(raw: Any, offset: Any) -> datetime:
+    offset_us = int(offset)
+    base = raw if isinstance(raw, datetime) else datetime.fromisoformat(str(raw))
+    return base + timedelta(microseconds=offset_us) if offset_us else base
 
 
 # --- the database --------------------------------------------------------------------
@@ -195,6 +211,7 @@ class Database:
         self.engine = engine
         self.dialect: Dialect = dialect
         self._now_query = _now_query(dialect)
+        self._now_columns = _now_columns(dialect)
 
     @classmethod
     def from_url(
@@ -312,9 +329,18 @@ class Database:
         SQLite the resolution is a millisecond.
         """
         row = conn.execute(self._now_query).one()
-        raw, offset_us = row[0], int(row[1])
-        base = raw if isinstance(raw, datetime) else datetime.fromisoformat(str(raw))
-        return base + timedelta(microseconds=offset_us) if offset_us else base
+        return _time_of(row[0], row[1])
+
+    def with_now(self, stmt: sa.Select[Any]) -> sa.Select[Any]:
+        """``stmt`` with database time added as its last two columns: a transaction whose
+        first statement is a read folds :meth:`now` into it (one round trip less).
+        Read the time back from a row with :meth:`now_of`."""
+        return stmt.add_columns(*self._now_columns)
+
+    @staticmethod
+    def now_of(row: Any) -> datetime:
+        """Database time (as :meth:`now`) from a row of a :meth:`with_now` statement."""
+        return _time_of(row[-2], row[-1])
 
 
 @contextmanager

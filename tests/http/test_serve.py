@@ -98,7 +98,9 @@ def test_smoke_publish_and_read_over_a_real_server(weave_server: LiveServer) -> 
 
 @pytest.fixture
 def small_server(mysql_url: str) -> Iterator[ServerProcess]:
-    server = start_server(mysql_url, env={"WEAVE_LIMIT_MAX_BODY_BYTES": str(SMALL_LIMIT)})
+    server = start_server(
+        mysql_url, "--no-tick", env={"WEAVE_LIMIT_MAX_BODY_BYTES": str(SMALL_LIMIT)}
+    )
     yield server
     server.stop()
 

@@ -3,10 +3,11 @@ and a lease; :func:`claim_wait` is the long poll around it.
 
 The claim transaction: database time → ``SELECT … FOR UPDATE SKIP LOCKED`` on
 ``ix_weave_tasks_claim`` (only PENDING tasks of an open gate, due, for the declared
-handlers) → per task: an expired one (deadline or schedule-to-start passed) is not handed
-out; the others get an attempt row, RUNNING, a lease and a ``task.started`` event. Expired
-tasks are settled right after, each in its own transaction that locks in the R-6.2 order
-(the claim holds task locks only, and never locks back up to quota and queue).
+handlers; only the columns a claim reads, ``locks.CLAIM_COLUMNS``) → per task: an
+expired one (deadline or schedule-to-start passed) is not handed out; the others get an
+attempt row, RUNNING, a lease and a ``task.started`` event. Expired tasks are settled
+right after, each in its own transaction that locks in the R-6.2 order (the claim holds
+task locks only, and never locks back up to quota and queue).
 """
 
 from __future__ import annotations

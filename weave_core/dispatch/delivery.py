@@ -45,6 +45,7 @@ from weave_core.limits import DEFAULT_LIMITS, Limits
 from weave_core.schema import (
     weave_activations,
     weave_inbox,
+    weave_poll_rounds,
     weave_task_attempts,
     weave_task_events,
     weave_tasks,
@@ -92,11 +93,23 @@ def finish_attempt_txn(
     )
 
 
+def _is_round_of(conn: Connection, task: Row[Any]) -> bool:
+    """A poll activation owns the task of every one of its rounds (the activation's
+    ``task_id`` names the latest round only; ``uq_weave_poll_rounds_task`` serves this)."""
+    r = weave_poll_rounds
+    owner = conn.execute(
+        sa.select(r.c.activation_id, r.c.namespace).where(r.c.task_id == task.task_id)
+    ).one_or_none()
+    return owner is not None and owner.activation_id == task.owner_id \
+        and owner.namespace == task.namespace
+
+
 def verify_owner_txn(conn: Connection, task: Row[Any]) -> str:
     """The id of the activation that owns this workflow task, or refuse the result.
 
-    Checks: the activation exists in the task's namespace, its ``task_id`` is this task,
-    and its gate is the task's gate. A plain read (see the module docstring).
+    Checks: the activation exists in the task's namespace, its ``task_id`` is this task (or
+    the task is one of its poll rounds), and its gate is the task's gate. A plain read (see
+    the module docstring).
     """
     act = weave_activations
     row = conn.execute(
@@ -109,7 +122,7 @@ def verify_owner_txn(conn: Connection, task: Row[Any]) -> str:
         problem = "the task names no owning activation"
     elif row is None or row.namespace != task.namespace:
         problem = f"activation {task.owner_id!r} does not exist in namespace {task.namespace!r}"
-    elif row.task_id != task.task_id:
+    elif row.task_id != task.task_id and not _is_round_of(conn, task):
         problem = f"activation {task.owner_id!r} is bound to task {row.task_id!r}, not this one"
     elif row.gate_id != task.gate_id:
         problem = (

@@ -16,9 +16,10 @@ unknown attempt for this task              404 ``attempt_not_found``
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
@@ -43,7 +44,7 @@ from weave_core.dispatch.model import (
     TaskView,
 )
 from weave_core.dispatch.queues import lock_capacity_txn
-from weave_core.dispatch.tasks import get_task_txn, read_task_row
+from weave_core.dispatch.tasks import get_task_txn
 from weave_core.dispatch.timing import lease_seconds, lease_until
 from weave_core.errors import ConflictError, PayloadTooLargeError, Problem, ValidationError
 from weave_core.exactjson import JSON
@@ -105,15 +106,16 @@ class Completion:
 
 def _attempt(conn: Connection, task_id: str, attempt_id: str) -> Row[Any]:
     a = weave_task_attempts
-    row = conn.execute(
-        sa.select(a).where(a.c.attempt_id == attempt_id, a.c.task_id == task_id)
+    row: Any = conn.execute(  # only the columns the fencing reads (narrow is cheaper)
+        sa.select(a.c.report_hash, a.c.finished_at, a.c.close_by)
+        .where(a.c.attempt_id == attempt_id, a.c.task_id == task_id)
     ).one_or_none()
     if row is None:
         raise AttemptNotFoundError(
             f"attempt {attempt_id!r} does not belong to task {task_id!r}",
             details={"task_id": task_id, "attempt_id": attempt_id},
         )
-    return row
+    return cast("Row[Any]", row)
 
 
 def heartbeat(
@@ -181,6 +183,19 @@ def _refuse_txn(
                 object_type="task", object_id=task.task_id, metadata=payload, at=now)
 
 
+def _settled_view(task: Row[Any], status: TaskStatus, revision: int, result: JSON,
+                  error: JSON, now: datetime) -> TaskView:
+    """The task as ``settle_txn`` just wrote it, from the locked row and what changed (no
+    re-read: the reply costs no statement). Documents go through the same text form the
+    row stores, so the view equals what a read returns."""
+    return dataclasses.replace(
+        TaskView.from_row(task), status=status, revision=revision,
+        result=None if result is None else exactjson.loads(exactjson.dumps(result)),
+        error=None if error is None else exactjson.loads(exactjson.dumps(error)),
+        effect_unknown=bool(task.effect_unknown), updated_at=now,
+    )
+
+
 def complete(
     db: Database,
     *,
@@ -195,14 +210,22 @@ def complete(
 
     One transaction, locks in the R-6.2 order: namespace quota → queue → task; then the
     result is settled through ``delivery.settle_txn`` (or a retry is scheduled). Refusals
-    that must be recorded commit first and raise afterwards.
+    that must be recorded commit first and raise afterwards. Hot path: database time comes
+    with the first (unlocked) read of the task's queue, and a settled task's answer is
+    built from the locked row and what was written, not re-read.
     """
     report.check(limits)
     report_hash = report.content_hash()
 
     def _complete(conn: Connection) -> Completion | ConflictError:
-        now = db.now(conn)
-        peek = read_task_row(conn, namespace, task_id)
+        # Database time rides on the unlocked read that learns the queue (one round trip).
+        peek = conn.execute(db.with_now(
+            sa.select(weave_tasks.c.queue)
+            .where(weave_tasks.c.task_id == task_id, weave_tasks.c.namespace == namespace)
+        )).one_or_none()
+        if peek is None:
+            raise TaskNotFoundError(f"task {task_id!r} not found", details={"task_id": task_id})
+        now = db.now_of(peek)
         lock_capacity_txn(conn, namespace, [peek.queue])
         task = lock_task(conn, task_id)
         assert task is not None
@@ -233,26 +256,31 @@ def complete(
                 f"the lease of attempt {attempt_id!r} expired before the report; report "
                 "recorded, expiry applied", details=details)
         fault_point("report.before_settle")
+        result: JSON = None
+        error: JSON = None
         if report.outcome == ReportOutcome.SUCCEEDED:
-            settle_txn(conn, task, now=now, status=TaskStatus.SUCCEEDED, actor=actor,
-                       attempt_end=AttemptEnd.SUCCEEDED, report_hash=report_hash,
-                       result=report.output, limits=limits)
+            status, result = TaskStatus.SUCCEEDED, report.output
+            revision = settle_txn(conn, task, now=now, status=status, actor=actor,
+                                  attempt_end=AttemptEnd.SUCCEEDED, report_hash=report_hash,
+                                  result=result, limits=limits)
         elif report.outcome == ReportOutcome.CANCELLED:
-            settle_txn(conn, task, now=now, status=TaskStatus.CANCELLED, actor=actor,
-                       attempt_end=AttemptEnd.CANCELLED, report_hash=report_hash,
-                       error=None if report.error is None else report.error.to_json(),
-                       limits=limits)
+            status = TaskStatus.CANCELLED
+            error = None if report.error is None else report.error.to_json()
+            revision = settle_txn(conn, task, now=now, status=status, actor=actor,
+                                  attempt_end=AttemptEnd.CANCELLED, report_hash=report_hash,
+                                  error=error, limits=limits)
         else:
             assert report.error is not None
-            error = report.error.to_json()
-            if not (report.error.retryable and reschedule_txn(
+            status, error = TaskStatus.FAILED, report.error.to_json()
+            if report.error.retryable and reschedule_txn(
                 conn, task, now=now, actor=actor, attempt_end=AttemptEnd.FAILED, error=error,
                 report_hash=report_hash,
-            )):
-                settle_txn(conn, task, now=now, status=TaskStatus.FAILED, actor=actor,
-                           attempt_end=AttemptEnd.FAILED, report_hash=report_hash,
-                           error=error, limits=limits)
-        return Completion(get_task_txn(conn, namespace, task_id))
+            ):
+                return Completion(get_task_txn(conn, namespace, task_id))
+            revision = settle_txn(conn, task, now=now, status=status, actor=actor,
+                                  attempt_end=AttemptEnd.FAILED, report_hash=report_hash,
+                                  error=error, limits=limits)
+        return Completion(_settled_view(task, status, revision, result, error, now))
 
     outcome = db.transaction(_complete, name="dispatch_complete")
     if isinstance(outcome, ConflictError):

@@ -158,8 +158,9 @@ def _free_port() -> int:
         return port
 
 
-def _http_loop(port: int) -> Callable[[], None]:
+def _http_loop(port: int, opened: list[socket.socket]) -> Callable[[], None]:
     sock = socket.create_connection(("127.0.0.1", port))
+    opened.append(sock)
     request = b"GET /ping HTTP/1.1\r\nHost: bench\r\n\r\n"
     buffer = bytearray()
 
@@ -203,7 +204,12 @@ def l4_http_per_s(duration: float, threads: int = 4) -> float:
                 if time.monotonic() > deadline or server.poll() is not None:
                     raise RuntimeError("the L4 calibration server did not start") from None
                 time.sleep(0.05)
-        return _rate(duration, threads, lambda _: _http_loop(port))
+        opened: list[socket.socket] = []
+        try:
+            return _rate(duration, threads, lambda _: _http_loop(port, opened))
+        finally:
+            for sock in opened:
+                sock.close()
     finally:
         server.terminate()
         server.wait(timeout=10)
