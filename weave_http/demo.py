@@ -6,6 +6,7 @@ sees the product work end to end on the embedded default without any set-up.
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
 import threading
 import time
@@ -14,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 
@@ -32,12 +34,14 @@ from weave_sdk import (
     gt,
     ref,
 )
+from weave_sdk.worker import Worker
 
 DEMO_NAMESPACE = "demo"
 
 
 def order_workflow() -> Workflow:
-    """An order: validate, route large amounts to a manual check, reserve and charge, ship."""
+    """An order: validate, route amounts over 1000.00 to a manual check, reserve and charge
+    in parallel, ship."""
     wf = Workflow(
         "order-fulfilment",
         version="1",
@@ -127,7 +131,7 @@ def running_server(database_url: str) -> Iterator[DemoServer]:
     token = create_token(engine.db, DEMO_NAMESPACE, [Permission.ADMIN], actor="system:demo")
     sock = _bind("127.0.0.1", 0)
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(engine), log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(create_app(engine, tick=True), log_level="warning"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
@@ -174,8 +178,72 @@ def run_demo(database_url: str | None, say: Callable[[str], None] = print) -> in
                     return 1
                 if not same or first.created is not True or again.created is not False:
                     return 1
-        say("demo finished: publish, idempotent re-publish, read-back and validation all work")
+                with running_worker(srv):
+                    say("6. a worker serves validate_order, manual_check, reserve_stock, charge, "
+                        "ship")
+                    if not _run_orders(client, say):
+                        return 1
+        say("demo finished: publish, validation, two orders run to SUCCEEDED through a worker")
     return 0
+
+
+def order_worker(client: Client) -> Worker:
+    """The demo's business handlers (a real deployment runs these in its own service)."""
+    worker = Worker(client, queue="orders", concurrency=4, wait_seconds=1)
+
+    @worker.handler("validate_order")
+    def validate_order(data: dict[str, Any]) -> dict[str, bool]:
+        return {"ok": data["amount"] > 0}
+
+    @worker.handler("manual_check")
+    def manual_check(data: dict[str, Any]) -> dict[str, str]:
+        return {"checked_by": "demo-reviewer", "order_id": data["order_id"]}
+
+    @worker.handler("reserve_stock")
+    def reserve_stock(data: dict[str, Any]) -> dict[str, str]:
+        return {"reservation": f"R-{data['order_id']}"}
+
+    @worker.handler("charge", idempotent=False)
+    def charge(data: dict[str, Any]) -> dict[str, Any]:
+        return {"charged": data["amount"]}
+
+    @worker.handler("ship")
+    def ship(data: dict[str, Any]) -> dict[str, Any]:
+        return {"shipped": data["order_id"], "with": data["reservation"]}
+
+    return worker
+
+
+@contextmanager
+def running_worker(srv: DemoServer) -> Iterator[Worker]:
+    """Run :func:`order_worker` in a thread for the duration of the block."""
+    worker = order_worker(Client(srv.base_url, token=srv.token, namespace=srv.namespace))
+    thread = threading.Thread(target=lambda: asyncio.run(worker.run_async()), daemon=True)
+    thread.start()
+    try:
+        yield worker
+    finally:
+        worker.stop()
+        thread.join(timeout=15)
+
+
+def _run_orders(client: Client, say: Callable[[str], None]) -> bool:
+    """Two orders whose exact amounts take different branches; both must succeed."""
+    ok = True
+    for number, (order_id, amount) in enumerate(
+        (("A-1", Decimal("1000.00")), ("B-2", Decimal("1000.01"))), start=7
+    ):
+        handle = client.start("order-fulfilment", {"order_id": order_id, "amount": amount},
+                              idempotency_key=f"demo-{order_id}")
+        output = handle.result(timeout=60)
+        view = handle.describe()
+        phases = {s.step_id: s.phase for s in view.steps}
+        history = handle.history()
+        route = "manual check" if phases.get("manual_check") == "SUCCEEDED" else "no manual check"
+        say(f"{number}. order {order_id} for {amount}: {view.status} ({route}), output {output}, "
+            f"{len(history)} history entries")
+        ok = ok and view.status == "SUCCEEDED"
+    return ok
 
 
 __all__ = ["DemoServer", "order_workflow", "run_demo", "running_server"]

@@ -18,6 +18,10 @@ def test_the_demo_runs_every_step_on_sqlite(tmp_path: Path) -> None:
     assert "created=False (idempotent)" in lines[2]
     assert lines[3].endswith("identical to the SDK's JSON: True")
     assert "$.steps[3].input.reservation: ref_unknown_step" in lines[4]
+    # two orders run through a real worker; the exact amounts choose different branches
+    assert lines[6].startswith("7. order A-1 for 1000.00: SUCCEEDED (no manual check)")
+    assert lines[7].startswith("8. order B-2 for 1000.01: SUCCEEDED (manual check)")
+    assert "'with': {'reservation': 'R-B-2'}" in lines[7]
     assert lines[-1].startswith("demo finished")
 
 

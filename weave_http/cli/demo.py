@@ -12,7 +12,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         help="run the end-to-end demo on a throw-away SQLite database",
         description=(
             "Start a server on a fresh SQLite file, then publish, re-publish, read back and "
-            "break a workflow definition through the SDK, printing each step."
+            "break a workflow definition through the SDK, and run two orders through an SDK "
+            "worker to SUCCEEDED, printing each step."
         ),
     )
     parser.add_argument(
