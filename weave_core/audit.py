@@ -68,7 +68,7 @@ def write_audit(
     row and the change it records carry the same time.
     """
     result = conn.execute(
-        sa.insert(weave_audit).values(
+        sa.insert(weave_audit), dict(
             namespace=namespace,
             occurred_at=at,
             actor=actor,

@@ -380,7 +380,7 @@ def set_clock_offset(db: Database, seconds: float) -> None:
             sa.update(_clock).where(_clock.c.id == 1).values(offset_us=offset_us)
         ).rowcount
         if updated == 0:
-            conn.execute(sa.insert(_clock).values(id=1, offset_us=offset_us))
+            conn.execute(sa.insert(_clock), dict(id=1, offset_us=offset_us))
 
     db.transaction(_set, name="set_clock_offset")
 

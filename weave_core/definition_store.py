@@ -141,7 +141,7 @@ def store_definition(
         now = db.now(conn)
         try:
             conn.execute(
-                sa.insert(weave_definitions).values(
+                sa.insert(weave_definitions), dict(
                     namespace=namespace,
                     definition_id=validated.definition_id,
                     version=validated.version,

@@ -129,7 +129,7 @@ def create_namespace(db: Database, name: str, *, actor: str = CLI_ACTOR) -> None
     def _create(conn: Connection) -> None:
         now = db.now(conn)
         try:
-            conn.execute(sa.insert(weave_namespaces).values(name=name, created_at=now))
+            conn.execute(sa.insert(weave_namespaces), dict(name=name, created_at=now))
         except IntegrityError as exc:
             raise AlreadyExistsError(
                 f"namespace {name!r} already exists", details={"namespace": name}
@@ -182,7 +182,7 @@ def create_token(
             )
         now = db.now(conn)
         conn.execute(
-            sa.insert(weave_api_tokens).values(
+            sa.insert(weave_api_tokens), dict(
                 token_id=token_id,
                 namespace=namespace,
                 token_hash=_hash(token),

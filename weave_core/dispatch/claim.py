@@ -82,7 +82,7 @@ def _start_txn(conn: Connection, task: Row[Any], *, worker_id: str, now: Any) ->
     seconds = lease_seconds(task)
     lease = lease_until(now, seconds, close_by, task.deadline_at)
     revision = int(task.revision) + 1
-    conn.execute(sa.insert(weave_task_attempts).values(
+    conn.execute(sa.insert(weave_task_attempts), dict(
         attempt_id=attempt_id, task_id=task.task_id, namespace=task.namespace,
         attempt_no=attempt_no, worker_id=worker_id, started_at=now, lease_expires_at=lease,
         close_by=close_by, heartbeat_at=None, finished_at=None, outcome=None, report_hash=None,
@@ -92,7 +92,7 @@ def _start_txn(conn: Connection, task: Row[Any], *, worker_id: str, now: Any) ->
         status=TaskStatus.RUNNING.value, revision=revision, attempts_used=attempt_no,
         current_attempt_id=attempt_id, start_by=None, timeout_at=lease, updated_at=now,
     ))
-    conn.execute(sa.insert(weave_task_events).values(
+    conn.execute(sa.insert(weave_task_events), dict(
         namespace=task.namespace, task_id=task.task_id, revision=revision,
         event_type="task.started", attempt_id=attempt_id, occurred_at=now,
         payload=None,

@@ -64,7 +64,7 @@ def record_event_txn(
 ) -> None:
     """One row of the task's status history (also used for refused reports)."""
     conn.execute(
-        sa.insert(weave_task_events).values(
+        sa.insert(weave_task_events), dict(
             namespace=task.namespace,
             task_id=task.task_id,
             revision=revision,
@@ -241,7 +241,7 @@ def settle_txn(
                 details={"limit_bytes": limits.max_snapshot_bytes},
             )
         inserted = conn.execute(
-            sa.insert(weave_inbox).values(
+            sa.insert(weave_inbox), dict(
                 namespace=task.namespace,
                 event_id=f"{task.task_id}:{revision}",
                 event_type=event_type,

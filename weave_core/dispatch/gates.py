@@ -42,7 +42,7 @@ def create_gate_txn(
     """Create an execution gate (version 1) and return its id."""
     gate_id = gate_id or new_id("gate")
     conn.execute(
-        sa.insert(weave_execution_gates).values(
+        sa.insert(weave_execution_gates), dict(
             gate_id=gate_id, namespace=namespace, is_open=is_open, version=1,
             created_at=now, updated_at=now,
         )

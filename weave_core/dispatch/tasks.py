@@ -70,6 +70,7 @@ def create_task_txn(
     spec: TaskSpec,
     now: datetime,
     limits: Limits = DEFAULT_LIMITS,
+    gate_open: bool | None = None,
 ) -> str:
     """Create one PENDING task in the caller's transaction and return its id.
 
@@ -77,7 +78,8 @@ def create_task_txn(
     ``QuotaExceededError`` / ``QueueFullError`` (``LimitExceededError``) so the caller can
     roll back its savepoint (successors, R-6.5). Writes the ``task.created`` event; the
     caller writes the audit of the operation that asked for the task. The gate's current
-    state (read: the caller holds the gate lock when it has one) is copied onto the task.
+    state is copied onto the task: ``gate_open`` when the caller holds the gate lock and
+    knows it (the runtime's locked instance), else read here.
     """
     problems = _validate(spec, now, limits)
     if problems:
@@ -89,8 +91,9 @@ def create_task_txn(
             f"task input of {size} bytes exceeds {limits.max_value_bytes} bytes",
             details={"limit_bytes": limits.max_value_bytes},
         )
-    gate_open = True
-    if spec.gate_id is not None:
+    if spec.gate_id is None:
+        gate_open = True
+    elif gate_open is None:
         g = weave_execution_gates
         gate = conn.execute(
             sa.select(g.c.namespace, g.c.is_open).where(g.c.gate_id == spec.gate_id)
@@ -141,9 +144,9 @@ def create_task_txn(
         "created_at": now,
         "updated_at": now,
     }
-    conn.execute(sa.insert(weave_tasks).values(**values))
+    conn.execute(sa.insert(weave_tasks), values)
     conn.execute(
-        sa.insert(weave_task_events).values(
+        sa.insert(weave_task_events), dict(
             namespace=namespace, task_id=task_id, revision=1, event_type="task.created",
             attempt_id=None, occurred_at=now, payload=None,
         )

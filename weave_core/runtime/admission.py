@@ -189,12 +189,12 @@ def start_workflow(
         instance_id = new_instance_id()
         gate_id = create_gate_txn(conn, namespace=namespace, now=now)
         deadline_at = now + timedelta(seconds=int(seconds))
-        conn.execute(sa.insert(weave_idempotency).values(
+        conn.execute(sa.insert(weave_idempotency), dict(
             namespace=namespace, operation_type=request.operation_type,
             idempotency_key=request.idempotency_key, request_hash=request.request_hash(),
             instance_id=instance_id, created_at=now,
         ))
-        conn.execute(sa.insert(weave_instances).values(
+        conn.execute(sa.insert(weave_instances), dict(
             instance_id=instance_id, namespace=namespace, definition_id=record.definition_id,
             version=record.version, content_hash=record.content_hash,
             input=exactjson.dumps(request.input), queues=exactjson.dumps(queues),

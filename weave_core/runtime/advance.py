@@ -206,10 +206,10 @@ def _activate(
             command, owner_id=activation_id, gate_id=li.gate_id, deadline_at=li.deadline_at
         )
         task_id = create_task_txn(conn, namespace=li.namespace, spec=spec, now=now,
-                                  limits=engine.limits)
+                                  limits=engine.limits, gate_open=li.gate_open)
         details.update(task_id=task_id, queue=command.queue)
     conn.execute(
-        sa.insert(weave_activations).values(
+        sa.insert(weave_activations), dict(
             **_activation_row(li, step_id, kind, command, now, activation_id, task_id)
         )
     )

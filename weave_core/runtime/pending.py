@@ -81,7 +81,7 @@ def schedule_txn(
     ).one_or_none()
     if row is None:
         result = conn.execute(
-            sa.insert(p).values(
+            sa.insert(p), dict(
                 namespace=namespace, instance_id=instance_id, kind=kind.value, ref=ref,
                 due_at=due_at, state=PendingState.PENDING.value, version=1, reason=reason,
                 root_version=root_version, root_identity=root_identity, attempts=0,

@@ -136,7 +136,7 @@ def record_txn(
 ) -> None:
     """Insert the operation row (a duplicate id raises ``IntegrityError``: the caller
     re-runs its transaction, which then finds the row)."""
-    conn.execute(sa.insert(weave_operations).values(
+    conn.execute(sa.insert(weave_operations), dict(
         namespace=namespace, operation_id=operation_id, instance_id=instance_id,
         kind=kind.value, actor=actor, reason=reason, expected_version=expected_version,
         step_id=step_id, activation_id=activation_id, new_activation_id=new_activation_id,

@@ -109,8 +109,8 @@ def _start_round(conn: Connection, engine: Engine, li: LockedInstance, *, activa
     spec = TaskSpec.from_command(task, owner_id=activation_id, gate_id=li.gate_id,
                                  deadline_at=deadline_at)
     task_id = create_task_txn(conn, namespace=li.namespace, spec=spec, now=now,
-                              limits=engine.limits)
-    conn.execute(sa.insert(weave_poll_rounds).values(
+                              limits=engine.limits, gate_open=li.gate_open)
+    conn.execute(sa.insert(weave_poll_rounds), dict(
         namespace=li.namespace, instance_id=li.instance_id, activation_id=activation_id,
         round=round_no, task_id=task_id, state=ROUND_RUNNING, status=None, result=None,
         inbox_id=None, result_accepted_at=None, classification=None, created_at=now,

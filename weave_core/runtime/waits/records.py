@@ -84,7 +84,7 @@ def insert_wait_txn(conn: Connection, li: LockedInstance, *, activation_id: str,
                     kind: WaitKind, now: datetime, **values: Any) -> None:
     """Open the wait record of one activation (state OPEN, version 1)."""
     values.setdefault("current_round", 0)
-    conn.execute(sa.insert(weave_waits).values(
+    conn.execute(sa.insert(weave_waits), dict(
         activation_id=activation_id, namespace=li.namespace, instance_id=li.instance_id,
         step_id=step_id, kind=kind.value, state=WaitState.OPEN.value, version=1,
         opened_at=now, updated_at=now, **values,

@@ -273,7 +273,7 @@ def accept_signal(engine: Engine, namespace: str, instance_id: str, request: Sig
         wait = open_match(conn, instance_id, request.name, request.correlation_key,
                           request.param_version)
         target = None if wait is None else wait.activation_id
-        conn.execute(sa.insert(weave_signals).values(
+        conn.execute(sa.insert(weave_signals), dict(
             namespace=namespace, signal_id=request.signal_id, instance_id=instance_id,
             name=request.name, correlation_key=request.correlation_key,
             param_version=request.param_version, payload=exactjson.dumps(request.payload),
