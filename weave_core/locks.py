@@ -15,6 +15,12 @@ never holds an inbox row lock and then locks back up this chain). Two transactio
 follow one order cannot deadlock on these rows; any deadlock left (gap locks, secondary
 indexes) is retried whole by ``Database.transaction``.
 
+A tick batch (several instances of one namespace in one transaction) takes the order
+across the batch: levels 1 to 3 once, then every instance row in id order, every gate in id
+order, every instance's steps; only then each instance's own level-6 records, instance by
+instance in id order. Every other transaction holds at most one instance, so it waits for
+the batch at the first instance row they share and never holds a row the batch still needs.
+
 Why a module of its own: a locking read anywhere else is a review finding. Everything that
 locks goes through :func:`lock_rows` / :func:`lock_one` (or a named function below built on
 them), each tagged with its :class:`LockLevel`, so a test can record the levels a
@@ -325,6 +331,28 @@ def lock_instance(conn: Connection, instance_id: str) -> Row[Any] | None:
     return lock_one(conn, LockLevel.INSTANCE, t, t.c.instance_id == instance_id)
 
 
+def lock_instances(conn: Connection, instance_ids: Sequence[str]) -> Sequence[Row[Any]]:
+    """Several instance rows, exclusive, in instance-id order (a tick batch; level 4)."""
+    t = weave_instances
+    return lock_rows(conn, LockLevel.INSTANCE, t, t.c.instance_id.in_(sorted(set(instance_ids))),
+                     order_by=(t.c.instance_id,))
+
+
+def lock_gates(conn: Connection, gate_ids: Sequence[str]) -> Sequence[Row[Any]]:
+    """Several execution gates, exclusive, in gate-id order (a tick batch; level 5)."""
+    g = weave_execution_gates
+    return lock_rows(conn, LockLevel.GATE, g, g.c.gate_id.in_(sorted(set(gate_ids))),
+                     order_by=(g.c.gate_id,))
+
+
+def lock_steps_of(conn: Connection, instance_ids: Sequence[str]) -> Sequence[Row[Any]]:
+    """The steps of several instances, exclusive, in (instance, step) order (level 6;
+    primary-key ranges)."""
+    t = weave_steps
+    return lock_rows(conn, LockLevel.RECORDS, t, t.c.instance_id.in_(sorted(set(instance_ids))),
+                     order_by=(t.c.instance_id, t.c.step_id))
+
+
 def lock_steps(conn: Connection, instance_id: str) -> Sequence[Row[Any]]:
     """Every saved step of the instance, exclusive, in step-id order (level 6; served by
     the primary key ``(instance_id, step_id)``)."""
@@ -426,8 +454,10 @@ __all__ = [
     "lock_claimable_tasks",
     "lock_gate",
     "lock_gate_tasks",
+    "lock_gates",
     "lock_inbox_row",
     "lock_instance",
+    "lock_instances",
     "lock_namespace_exclusive",
     "lock_namespace_quota",
     "lock_namespace_shared",
@@ -436,6 +466,7 @@ __all__ = [
     "lock_queues",
     "lock_rows",
     "lock_steps",
+    "lock_steps_of",
     "lock_task",
     "observing_locks",
 ]

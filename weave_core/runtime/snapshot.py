@@ -3,12 +3,14 @@
 :func:`lock_chain` takes R-6.2 in order — identity (shared) → namespace quota → the queues
 of the pinned version, sorted → instance → gate → steps — and returns a
 :class:`LockedInstance`: the working copy an advance changes and then writes back with
-:meth:`LockedInstance.flush`. Terminal instances skip the quota and queue locks (they never
-create tasks again).
+:meth:`LockedInstance.flush`. Terminal instances, and instances whose pinned version uses no
+queue, skip the quota and queue locks (they never create a task). :func:`lock_chains` takes
+the chains of several instances of one namespace at once, level by level (a tick batch).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -19,7 +21,15 @@ from sqlalchemy.engine import Connection
 from weave_core import exactjson
 from weave_core.dispatch.queues import lock_capacity_txn
 from weave_core.exactjson import JSON
-from weave_core.locks import lock_gate, lock_instance, lock_namespace_shared, lock_steps
+from weave_core.locks import (
+    lock_gate,
+    lock_gates,
+    lock_instance,
+    lock_instances,
+    lock_namespace_shared,
+    lock_steps,
+    lock_steps_of,
+)
 from weave_core.runtime.instances import (
     MOVING,
     TERMINAL,
@@ -154,7 +164,7 @@ class LockedInstance:
                 )
             else:
                 conn.execute(
-                    sa.insert(s).values(
+                    sa.insert(s), dict(
                         instance_id=self.instance_id,
                         step_id=rec.step_id,
                         namespace=self.namespace,
@@ -190,28 +200,19 @@ def peek_instance(conn: Connection, instance_id: str) -> Any:
     ).one_or_none()
 
 
-def lock_chain(
-    conn: Connection, namespace: str, instance_id: str, *, peeked: Any = None
-) -> LockedInstance | None:
-    """Lock the chain of ``instance_id`` in the one order; None if it does not exist here.
+def _needs_capacity(peek: Any) -> bool:
+    """Does this instance take the quota and queue locks (R-6.2 levels 2 and 3)?
 
-    ``peeked``: the instance's ``namespace``, ``queues`` and ``status`` already read
-    unlocked by the caller (saves a query); read here otherwise.
+    Only a live instance whose pinned version uses a queue can create or settle a task: a
+    terminal one never creates tasks again, and one whose steps name no queue (timers,
+    signals, branches only) never has any, so its advances do not serialise on the
+    namespace's quota row.
     """
-    peek = peeked if peeked is not None else peek_instance(conn, instance_id)
-    if peek is None or peek.namespace != namespace:
-        return None
-    ns = lock_namespace_shared(conn, namespace)
-    if ns is None:
-        return None
-    queues = tuple(exactjson.loads(peek.queues))
-    if InstanceStatus(peek.status) not in TERMINAL:
-        lock_capacity_txn(conn, namespace, queues)
-    row = lock_instance(conn, instance_id)
-    if row is None or row.namespace != namespace:
-        return None
-    gate = lock_gate(conn, row.gate_id)
-    steps = {r.step_id: _step_record(r) for r in lock_steps(conn, instance_id)}
+    return InstanceStatus(peek.status) not in TERMINAL and bool(exactjson.loads(peek.queues))
+
+
+def _locked(row: Any, gate: Any, ns: Any, queues: tuple[str, ...],
+            step_rows: Sequence[Any]) -> LockedInstance:
     return LockedInstance(
         instance_id=row.instance_id,
         namespace=row.namespace,
@@ -231,8 +232,68 @@ def lock_chain(
         root_version=int(row.root_version),
         control_version=int(row.control_version),
         review_reason=row.review_reason,
-        steps=steps,
+        steps={r.step_id: _step_record(r) for r in step_rows},
     )
 
 
-__all__ = ["LockedInstance", "StepRecord", "lock_chain", "peek_instance"]
+def lock_chain(
+    conn: Connection, namespace: str, instance_id: str, *, peeked: Any = None
+) -> LockedInstance | None:
+    """Lock the chain of ``instance_id`` in the one order; None if it does not exist here.
+
+    ``peeked``: the instance's ``namespace``, ``queues`` and ``status`` already read
+    unlocked by the caller (saves a query); read here otherwise.
+    """
+    peek = peeked if peeked is not None else peek_instance(conn, instance_id)
+    if peek is None or peek.namespace != namespace:
+        return None
+    ns = lock_namespace_shared(conn, namespace)
+    if ns is None:
+        return None
+    queues = tuple(exactjson.loads(peek.queues))
+    if _needs_capacity(peek):
+        lock_capacity_txn(conn, namespace, queues)
+    row = lock_instance(conn, instance_id)
+    if row is None or row.namespace != namespace:
+        return None
+    gate = lock_gate(conn, row.gate_id)
+    return _locked(row, gate, ns, queues, lock_steps(conn, instance_id))
+
+
+def lock_chains(
+    conn: Connection, namespace: str, peeks: Mapping[str, Any]
+) -> dict[str, LockedInstance]:
+    """Lock the chains of several instances of one namespace, level by level (a tick batch).
+
+    ``peeks``: instance id → its unlocked ``namespace``, ``queues`` and ``status``. The
+    order is R-6.2 taken across the batch: the namespace (shared), the quota and the union
+    of the queues (sorted) when any instance needs them, every instance row (sorted by id),
+    every gate (sorted by id), every instance's steps (by instance, then step). What each
+    instance locks below that (activations, waits, its pending row) it locks afterwards,
+    one instance at a time in id order. Missing instances (or of another namespace) are
+    left out of the answer.
+    """
+    live = {iid: p for iid, p in peeks.items() if p is not None and p.namespace == namespace}
+    if not live:
+        return {}
+    ns = lock_namespace_shared(conn, namespace)
+    if ns is None:
+        return {}
+    capacity = [p for p in live.values() if _needs_capacity(p)]
+    if capacity:
+        lock_capacity_txn(conn, namespace,
+                          sorted({q for p in capacity for q in exactjson.loads(p.queues)}))
+    rows = [r for r in lock_instances(conn, list(live)) if r.namespace == namespace]
+    gates = {g.gate_id: g for g in lock_gates(conn, [r.gate_id for r in rows])}
+    steps: dict[str, list[Any]] = {r.instance_id: [] for r in rows}
+    for step in lock_steps_of(conn, list(steps)):
+        steps[step.instance_id].append(step)
+    return {
+        r.instance_id: _locked(r, gates.get(r.gate_id), ns,
+                               tuple(exactjson.loads(live[r.instance_id].queues)),
+                               steps[r.instance_id])
+        for r in rows
+    }
+
+
+__all__ = ["LockedInstance", "StepRecord", "lock_chain", "lock_chains", "peek_instance"]

@@ -2,10 +2,11 @@
 
 :func:`run_tick` reads up to ``max_candidates`` due rows from the two due indexes — PENDING
 inbox rows by ``available_at`` (``ix_weave_inbox_due``) and PENDING pending advances by
-``due_at`` (``ix_weave_pending_advances_due``) — and handles each in its own transaction
-(:func:`~weave_core.runtime.consumer.consume`, :func:`~weave_core.runtime.checkpoints.run_pending`)
-until the time budget is spent. Being selected grants nothing: each transaction re-reads
-and locks. :class:`TickLoop` runs it every second on a background thread (``weave serve``);
+``due_at`` (``ix_weave_pending_advances_due``) — and handles inbox rows one per transaction
+(:func:`~weave_core.runtime.consumer.consume`) and pending advances in batches of one
+namespace per transaction (:func:`~weave_core.runtime.checkpoints.run_pending_batch`), until
+the time budget is spent. Being selected grants nothing: each transaction re-reads and
+locks. :class:`TickLoop` runs it every second on a background thread (``weave serve``);
 the process that accepts a task result consumes it at once, so the tick is a safety net.
 """
 
@@ -23,7 +24,7 @@ from sqlalchemy.engine import Connection
 from weave_core.dispatch.leases import sweep_expired_leases
 from weave_core.dispatch.model import InboxState
 from weave_core.engine import Engine
-from weave_core.runtime.checkpoints import run_pending
+from weave_core.runtime.checkpoints import DEFAULT_BATCH, run_pending_batch
 from weave_core.runtime.consumer import consume
 from weave_core.runtime.pending import PendingState
 from weave_core.schema import weave_inbox, weave_pending_advances
@@ -85,25 +86,27 @@ def run_tick(
     inbox, pending = engine.db.read(
         lambda conn: due_candidates(conn, engine, max_candidates), name="tick_candidates"
     )
-    # Interleaved, so a backlog of one index never starves the other.
-    work: list[tuple[str, int]] = []
-    for n in range(max(len(inbox), len(pending))):
-        work += [("inbox", inbox[n])] if n < len(inbox) else []
-        work += [("pending", pending[n])] if n < len(pending) else []
-    for source, row_id in work[:max_candidates]:
+    # Interleaved, so a backlog of one index never starves the other: a batch of pending
+    # rows (one transaction, DEFAULT_BATCH instances), then as many inbox rows.
+    work: list[tuple[str, list[int]]] = []
+    for n in range(0, max(len(inbox), len(pending)), DEFAULT_BATCH):
+        work += [("pending", pending[n:n + DEFAULT_BATCH])] if n < len(pending) else []
+        work += [("inbox", [row_id]) for row_id in inbox[n:n + DEFAULT_BATCH]]
+    for source, row_ids in work:
         if time.monotonic() - started > budget_s:
             report.out_of_budget = True
             break
         if stop is not None and stop.is_set():
             break
-        report.candidates += 1
+        report.candidates += len(row_ids)
         try:
             if source == "inbox":
-                report.count(consume(engine, row_id).outcome.value)
+                report.count(consume(engine, row_ids[0]).outcome.value)
             else:
-                report.count(run_pending(engine, row_id).outcome)
+                for result in run_pending_batch(engine, row_ids):
+                    report.count(result.outcome)
         except Exception:
-            logger.exception("tick: %s row %s failed; left for a later tick", source, row_id)
+            logger.exception("tick: %s rows %s failed; left for a later tick", source, row_ids)
             report.count("failed")
     if not report.out_of_budget:
         # Expired leases: a worker that died (or a claim whose reply was lost) holds its
