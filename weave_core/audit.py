@@ -50,6 +50,31 @@ class AuditEntry:
         }
 
 
+def audit_row(
+    *,
+    namespace: str,
+    actor: str,
+    action: str,
+    object_type: str,
+    object_id: str,
+    operation_id: str | None = None,
+    metadata: JSON = None,
+    at: datetime,
+) -> dict[str, Any]:
+    """The ``weave_audit`` row :func:`write_audit` inserts (callers that insert several
+    rows at once build them with this)."""
+    return {
+        "namespace": namespace,
+        "occurred_at": at,
+        "actor": actor,
+        "action": action,
+        "object_type": object_type,
+        "object_id": object_id,
+        "operation_id": operation_id,
+        "metadata": None if metadata is None else exactjson.dumps(metadata),
+    }
+
+
 def write_audit(
     conn: Connection,
     *,
@@ -67,18 +92,9 @@ def write_audit(
     ``at`` is database time (``Database.now``) taken by the caller, so that the audit
     row and the change it records carry the same time.
     """
-    result = conn.execute(
-        sa.insert(weave_audit), dict(
-            namespace=namespace,
-            occurred_at=at,
-            actor=actor,
-            action=action,
-            object_type=object_type,
-            object_id=object_id,
-            operation_id=operation_id,
-            metadata=None if metadata is None else exactjson.dumps(metadata),
-        )
-    )
+    result = conn.execute(sa.insert(weave_audit), audit_row(
+        namespace=namespace, actor=actor, action=action, object_type=object_type,
+        object_id=object_id, operation_id=operation_id, metadata=metadata, at=at))
     key = result.inserted_primary_key
     assert key is not None
     return int(key[0])
@@ -123,4 +139,4 @@ def list_audit(
     ]
 
 
-__all__ = ["AuditEntry", "list_audit", "write_audit"]
+__all__ = ["AuditEntry", "audit_row", "list_audit", "write_audit"]

@@ -64,6 +64,7 @@ from weave_core.schema import (
     weave_tasks,
     weave_waits,
 )
+from weave_core.statements import select_keyed
 
 
 class LockLevel(IntEnum):
@@ -141,6 +142,32 @@ def observing_locks(conn: Connection, observer: LockObserver) -> Iterator[None]:
         conn.info.pop(_OBSERVER_KEY, None)
 
 
+_HELD_KEY: Final = "weave_held_rows"
+
+
+@contextmanager
+def holding(conn: Connection, table: sa.Table, rows: dict[Any, Row[Any]]) -> Iterator[None]:
+    """Rows of ``table`` this transaction has just locked in one read (a batch), by key.
+
+    Inside the block, the next named lock of one of these keys (:func:`lock_activation`,
+    :func:`lock_wait`, :func:`lock_pending_advance`) returns the row without a query —
+    once: the row is handed out as it was locked, and a second lock of the same key
+    queries again and sees what this transaction wrote since.
+    """
+    held: dict[tuple[str, Any], Row[Any]] = conn.info.setdefault(_HELD_KEY, {})
+    held.update({(table.name, key): row for key, row in rows.items()})
+    try:
+        yield
+    finally:
+        for key in rows:
+            held.pop((table.name, key), None)
+
+
+def _take_held(conn: Connection, table: sa.Table, key: Any) -> Row[Any] | None:
+    held: dict[tuple[str, Any], Row[Any]] | None = conn.info.get(_HELD_KEY)
+    return None if not held else held.pop((table.name, key), None)
+
+
 def lock_rows(
     conn: Connection,
     level: LockLevel,
@@ -188,6 +215,21 @@ def lock_one(
     return rows[0] if rows else None
 
 
+def _lock_key(
+    conn: Connection, level: LockLevel, table: sa.Table, keys: dict[str, Any], *,
+    shared: bool = False,
+) -> Row[Any] | None:
+    """:func:`lock_one` by equality on columns, with a statement built once per shape
+    (:mod:`weave_core.statements`): the named locks below are the hot path's."""
+    observer = conn.info.get(_OBSERVER_KEY)
+    if observer is not None:
+        observer(level, table.name, shared)
+    rows = select_keyed(conn, table, keys, lock="shared" if shared else "exclusive")
+    if len(rows) > 1:
+        raise ValueError(f"lock_one matched {len(rows)} rows of {table.name}")
+    return rows[0] if rows else None
+
+
 # --- 1. identity ---------------------------------------------------------------------
 
 
@@ -197,20 +239,13 @@ def lock_namespace_shared(conn: Connection, namespace: str) -> Row[Any] | None:
     Shared, so operations in one namespace do not serialise on it; disabling or deleting
     the namespace (exclusive) waits for them.
     """
-    return lock_one(
-        conn,
-        LockLevel.IDENTITY,
-        weave_namespaces,
-        weave_namespaces.c.name == namespace,
-        shared=True,
-    )
+    return _lock_key(conn, LockLevel.IDENTITY, weave_namespaces, {"name": namespace},
+                     shared=True)
 
 
 def lock_namespace_exclusive(conn: Connection, namespace: str) -> Row[Any] | None:
     """The namespace row, exclusive: for changes to the namespace itself (disable)."""
-    return lock_one(
-        conn, LockLevel.IDENTITY, weave_namespaces, weave_namespaces.c.name == namespace
-    )
+    return _lock_key(conn, LockLevel.IDENTITY, weave_namespaces, {"name": namespace})
 
 
 # --- 2. namespace quota ----------------------------------------------------------------
@@ -218,8 +253,8 @@ def lock_namespace_exclusive(conn: Connection, namespace: str) -> Row[Any] | Non
 
 def lock_namespace_quota(conn: Connection, namespace: str) -> Row[Any] | None:
     """The namespace's task quota row, exclusive (None until the first task creates it)."""
-    q = weave_namespace_quotas
-    return lock_one(conn, LockLevel.NAMESPACE_QUOTA, q, q.c.namespace == namespace)
+    return _lock_key(conn, LockLevel.NAMESPACE_QUOTA, weave_namespace_quotas,
+                     {"namespace": namespace})
 
 
 # --- 3. queues -------------------------------------------------------------------------
@@ -247,8 +282,7 @@ def lock_queues(conn: Connection, namespace: str, names: Sequence[str]) -> list[
 
 def lock_gate(conn: Connection, gate_id: str) -> Row[Any] | None:
     """One execution gate, exclusive."""
-    g = weave_execution_gates
-    return lock_one(conn, LockLevel.GATE, g, g.c.gate_id == gate_id)
+    return _lock_key(conn, LockLevel.GATE, weave_execution_gates, {"gate_id": gate_id})
 
 
 # --- 6. records: dispatch tasks (after activations) ------------------------------------
@@ -257,8 +291,7 @@ def lock_gate(conn: Connection, gate_id: str) -> Row[Any] | None:
 def lock_task(conn: Connection, task_id: str) -> Row[Any] | None:
     """One dispatch task, exclusive. Taken after quota and queue (and the runtime's
     instance, gate and activation): a task lock is always the last in the chain."""
-    t = weave_tasks
-    return lock_one(conn, LockLevel.RECORDS, t, t.c.task_id == task_id)
+    return _lock_key(conn, LockLevel.RECORDS, weave_tasks, {"task_id": task_id})
 
 
 CLAIM_COLUMNS: Final = (
@@ -327,15 +360,20 @@ def lock_gate_tasks(conn: Connection, gate_id: str) -> list[Row[Any]]:
 
 def lock_instance(conn: Connection, instance_id: str) -> Row[Any] | None:
     """The workflow instance row, exclusive (level 4)."""
-    t = weave_instances
-    return lock_one(conn, LockLevel.INSTANCE, t, t.c.instance_id == instance_id)
+    return _lock_key(conn, LockLevel.INSTANCE, weave_instances, {"instance_id": instance_id})
 
 
-def lock_instances(conn: Connection, instance_ids: Sequence[str]) -> Sequence[Row[Any]]:
-    """Several instance rows, exclusive, in instance-id order (a tick batch; level 4)."""
+def lock_instances(conn: Connection, instance_ids: Sequence[str], *,
+                   skip_locked: bool = False) -> Sequence[Row[Any]]:
+    """Several instance rows, exclusive, in instance-id order (a tick batch; level 4).
+
+    ``skip_locked``: leave out rows another transaction holds instead of waiting for them
+    (another engine's batch is working on them; primary-key lookups, so only the rows
+    returned are locked).
+    """
     t = weave_instances
     return lock_rows(conn, LockLevel.INSTANCE, t, t.c.instance_id.in_(sorted(set(instance_ids))),
-                     order_by=(t.c.instance_id,))
+                     order_by=(t.c.instance_id,), skip_locked=skip_locked)
 
 
 def lock_gates(conn: Connection, gate_ids: Sequence[str]) -> Sequence[Row[Any]]:
@@ -356,29 +394,50 @@ def lock_steps_of(conn: Connection, instance_ids: Sequence[str]) -> Sequence[Row
 def lock_steps(conn: Connection, instance_id: str) -> Sequence[Row[Any]]:
     """Every saved step of the instance, exclusive, in step-id order (level 6; served by
     the primary key ``(instance_id, step_id)``)."""
-    t = weave_steps
-    return lock_rows(
-        conn, LockLevel.RECORDS, t, t.c.instance_id == instance_id, order_by=(t.c.step_id,)
-    )
+    observer = conn.info.get(_OBSERVER_KEY)
+    if observer is not None:
+        observer(LockLevel.RECORDS, weave_steps.name, False)
+    return select_keyed(conn, weave_steps, {"instance_id": instance_id}, lock="exclusive",
+                        order_by=("step_id",))
 
 
 def lock_activation(conn: Connection, activation_id: str) -> Row[Any] | None:
     """One activation, exclusive (level 6, after the instance's steps)."""
     t = weave_activations
-    return lock_one(conn, LockLevel.RECORDS, t, t.c.activation_id == activation_id)
+    held = _take_held(conn, t, activation_id)
+    if held is not None:
+        return held
+    return _lock_key(conn, LockLevel.RECORDS, t, {"activation_id": activation_id})
+
+
+def lock_activations(conn: Connection, activation_ids: Sequence[str]) -> Sequence[Row[Any]]:
+    """Several activations, exclusive, in id order (a tick batch; level 6)."""
+    t = weave_activations
+    return lock_rows(conn, LockLevel.RECORDS, t,
+                     t.c.activation_id.in_(sorted(set(activation_ids))),
+                     order_by=(t.c.activation_id,))
 
 
 def lock_inbox_row(conn: Connection, inbox_id: int) -> Row[Any] | None:
     """One inbox row, exclusive: always the last lock of a consumption (read it unlocked
     first to learn its instance, take the chain, then lock it and re-check)."""
-    t = weave_inbox
-    return lock_one(conn, LockLevel.RECORDS, t, t.c.id == inbox_id)
+    return _lock_key(conn, LockLevel.RECORDS, weave_inbox, {"id": inbox_id})
 
 
 def lock_pending_advance(conn: Connection, pending_id: int) -> Row[Any] | None:
     """One pending-advance row, exclusive: the last lock of a deferred advance."""
     t = weave_pending_advances
-    return lock_one(conn, LockLevel.RECORDS, t, t.c.id == pending_id)
+    held = _take_held(conn, t, pending_id)
+    if held is not None:
+        return held
+    return _lock_key(conn, LockLevel.RECORDS, t, {"id": pending_id})
+
+
+def lock_pending_advances(conn: Connection, pending_ids: Sequence[int]) -> Sequence[Row[Any]]:
+    """Several pending-advance rows, exclusive, in id order (a tick batch; level 6)."""
+    t = weave_pending_advances
+    return lock_rows(conn, LockLevel.RECORDS, t, t.c.id.in_(sorted(set(pending_ids))),
+                     order_by=(t.c.id,))
 
 
 # --- durable waits (issue 6): wait records, signals, poll rounds ------------------------
@@ -389,7 +448,18 @@ def lock_pending_advance(conn: Connection, pending_id: int) -> Row[Any] | None:
 def lock_wait(conn: Connection, activation_id: str) -> Row[Any] | None:
     """The wait record of one activation (primary key)."""
     w = weave_waits
-    return lock_one(conn, LockLevel.RECORDS, w, w.c.activation_id == activation_id)
+    held = _take_held(conn, w, activation_id)
+    if held is not None:
+        return held
+    return _lock_key(conn, LockLevel.RECORDS, w, {"activation_id": activation_id})
+
+
+def lock_waits(conn: Connection, activation_ids: Sequence[str]) -> Sequence[Row[Any]]:
+    """The wait records of several activations, in activation-id order (a tick batch)."""
+    w = weave_waits
+    return lock_rows(conn, LockLevel.RECORDS, w,
+                     w.c.activation_id.in_(sorted(set(activation_ids))),
+                     order_by=(w.c.activation_id,))
 
 
 def lock_open_waits(conn: Connection, instance_id: str) -> list[Row[Any]]:
@@ -435,14 +505,12 @@ def lock_bound_signals(conn: Connection, instance_id: str, activation_id: str
 
 def lock_signal(conn: Connection, row_id: int) -> Row[Any] | None:
     """One signal row by its id (primary key)."""
-    s = weave_signals
-    return lock_one(conn, LockLevel.RECORDS, s, s.c.id == row_id)
+    return _lock_key(conn, LockLevel.RECORDS, weave_signals, {"id": row_id})
 
 
 def lock_poll_round(conn: Connection, task_id: str) -> Row[Any] | None:
     """The poll round a task serves (``uq_weave_poll_rounds_task``)."""
-    r = weave_poll_rounds
-    return lock_one(conn, LockLevel.RECORDS, r, r.c.task_id == task_id)
+    return _lock_key(conn, LockLevel.RECORDS, weave_poll_rounds, {"task_id": task_id})
 
 
 __all__ = [
@@ -450,7 +518,9 @@ __all__ = [
     "LockLevel",
     "LockObserver",
     "LockStep",
+    "holding",
     "lock_activation",
+    "lock_activations",
     "lock_claimable_tasks",
     "lock_gate",
     "lock_gate_tasks",
@@ -463,6 +533,7 @@ __all__ = [
     "lock_namespace_shared",
     "lock_one",
     "lock_pending_advance",
+    "lock_pending_advances",
     "lock_queues",
     "lock_rows",
     "lock_steps",
@@ -478,4 +549,5 @@ __all__ += [
     "lock_poll_round",
     "lock_signal",
     "lock_wait",
+    "lock_waits",
 ]

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import pytest
+import sqlalchemy as sa
 from sqlalchemy import event
 
 from tests.runtime.helpers import (
@@ -28,6 +29,7 @@ from weave_core.engine import Engine
 from weave_core.faults import armed
 from weave_core.runtime import run_pending, run_tick
 from weave_core.runtime.checkpoints import _batches, run_pending_batch
+from weave_core.schema import weave_instances
 
 
 def _timers(engine: Engine, ns: str, count: int, *, then_task: bool) -> list[str]:
@@ -170,3 +172,21 @@ def test_batches_group_by_namespace_with_one_row_per_instance() -> None:
         [("b", "i1", 1)],
     ]
     assert _batches([], 3) == []
+
+
+def test_a_batch_leaves_an_instance_another_transaction_holds(engine: Engine) -> None:
+    ns = new_namespace(engine)
+    held, free = _timers(engine, ns, 2, then_task=True)
+    pending = _due(engine, [held, free])
+    set_clock_offset(engine.db, 61)
+    with engine.db.engine.connect() as other:
+        other.execute(sa.select(weave_instances.c.instance_id)
+                      .where(weave_instances.c.instance_id == held).with_for_update())
+        results = {r.instance_id: r.outcome for r in run_pending_batch(engine, pending)}
+        other.rollback()
+    # another engine's batch would have waited here; this one skips the row and moves on
+    assert results == {held: "busy", free: "advanced"}
+    assert steps(engine, held)["nap"].phase == "ACTIVE"
+    assert [r.state for r in due_rows(engine, held, "TIMER")] == ["PENDING"]
+    assert [r.outcome for r in run_pending_batch(engine, pending)] == ["advanced"]
+    assert steps(engine, held)["after"].phase == "ACTIVE"

@@ -82,6 +82,32 @@ def lock_capacity_txn(conn: Connection, namespace: str, queues: Sequence[str]) -
     lock_queues(conn, namespace, queues)
 
 
+_Q, _U = weave_namespace_quotas, weave_queues
+# Built once (the hot path runs them for every task; see weave_core.statements).
+_TAKE_QUOTA = (
+    sa.update(_Q)
+    .where(_Q.c.namespace == sa.bindparam("ns"), _Q.c.outstanding < _Q.c.task_quota)
+    .values(outstanding=_Q.c.outstanding + 1, updated_at=sa.bindparam("now"))
+)
+_TAKE_PERMIT = (
+    sa.update(_U)
+    .where(_U.c.namespace == sa.bindparam("ns"), _U.c.name == sa.bindparam("queue"),
+           _U.c.outstanding < _U.c.capacity)
+    .values(outstanding=_U.c.outstanding + 1, updated_at=sa.bindparam("now"))
+)
+_GIVE_PERMIT = (
+    sa.update(_U)
+    .where(_U.c.namespace == sa.bindparam("ns"), _U.c.name == sa.bindparam("queue"),
+           _U.c.outstanding > 0)
+    .values(outstanding=_U.c.outstanding - 1, updated_at=sa.bindparam("now"))
+)
+_GIVE_QUOTA = (
+    sa.update(_Q)
+    .where(_Q.c.namespace == sa.bindparam("ns"), _Q.c.outstanding > 0)
+    .values(outstanding=_Q.c.outstanding - 1, updated_at=sa.bindparam("now"))
+)
+
+
 def reserve_txn(conn: Connection, namespace: str, queue: str, now: datetime) -> None:
     """Take one unit of the namespace quota and one of the queue capacity, or raise.
 
@@ -89,28 +115,17 @@ def reserve_txn(conn: Connection, namespace: str, queue: str, now: datetime) -> 
     the failing step; the caller rolls back its savepoint (or transaction) to undo the
     quota unit taken before a full queue was found.
     """
-    q = weave_namespace_quotas
-    take_quota = (
-        sa.update(q)
-        .where(q.c.namespace == namespace, q.c.outstanding < q.c.task_quota)
-        .values(outstanding=q.c.outstanding + 1, updated_at=now)
-    )
-    if conn.execute(take_quota).rowcount == 0:
+    params = {"ns": namespace, "queue": queue, "now": now}
+    if conn.execute(_TAKE_QUOTA, params).rowcount == 0:
         _ensure_quota(conn, namespace, now)
-        if conn.execute(take_quota).rowcount == 0:
+        if conn.execute(_TAKE_QUOTA, params).rowcount == 0:
             raise QuotaExceededError(
                 f"namespace {namespace!r} has reached its task quota",
                 details={"namespace": namespace},
             )
-    u = weave_queues
-    take_permit = (
-        sa.update(u)
-        .where(u.c.namespace == namespace, u.c.name == queue, u.c.outstanding < u.c.capacity)
-        .values(outstanding=u.c.outstanding + 1, updated_at=now)
-    )
-    if conn.execute(take_permit).rowcount == 0:
+    if conn.execute(_TAKE_PERMIT, params).rowcount == 0:
         _ensure_queue(conn, namespace, queue, now)
-        if conn.execute(take_permit).rowcount == 0:
+        if conn.execute(_TAKE_PERMIT, params).rowcount == 0:
             raise QueueFullError(
                 f"queue {queue!r} is at capacity", details={"namespace": namespace, "queue": queue}
             )
@@ -121,18 +136,9 @@ def release_txn(conn: Connection, namespace: str, queue: str, now: datetime) -> 
 
     The caller already holds the quota and queue locks (taken in order before the task).
     """
-    u = weave_queues
-    conn.execute(
-        sa.update(u)
-        .where(u.c.namespace == namespace, u.c.name == queue, u.c.outstanding > 0)
-        .values(outstanding=u.c.outstanding - 1, updated_at=now)
-    )
-    q = weave_namespace_quotas
-    conn.execute(
-        sa.update(q)
-        .where(q.c.namespace == namespace, q.c.outstanding > 0)
-        .values(outstanding=q.c.outstanding - 1, updated_at=now)
-    )
+    params = {"ns": namespace, "queue": queue, "now": now}
+    conn.execute(_GIVE_PERMIT, params)
+    conn.execute(_GIVE_QUOTA, params)
 
 
 def _check_limit(value: int, what: str) -> None:

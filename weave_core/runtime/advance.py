@@ -13,6 +13,7 @@ record whose due time backs off. No audit is written for a retry that changed no
 from __future__ import annotations
 
 import copy
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -385,17 +386,21 @@ def advance_txn(
     root_output: exactjson.JSON = None
     completes_root = False
     if plan.decisions:
-        # What this transaction saved so far commits whatever happens to the successors.
-        li.flush_steps(conn, now=now)
-        saved = _save(li)
+        # Step changes live in the working copy until the caller's final flush: a rolled
+        # back savepoint restores the copy as it was before it (what this transaction
+        # changed earlier stays, to be written), so nothing of the steps is written twice.
+        # Only an activation can meet a full queue or quota: a plan that only completes or
+        # skips needs no savepoint (two round trips fewer) and nothing to restore.
+        creates = any(d.kind is DecisionKind.ACTIVATE for d in plan.decisions)
+        saved = _save(li) if creates else None
         mark = history.mark()
         try:
-            with savepoint(conn):
+            with savepoint(conn) if creates else nullcontext():
                 for decision in plan.decisions:
                     if _apply(conn, engine, li, history, program, decision, now):
                         completes_root, root_output = True, decision.output
-                li.flush_steps(conn, now=now)
         except (QueueFullError, QuotaExceededError) as exc:
+            assert saved is not None  # only an activation raises these
             _restore(li, saved, history, mark)
             outcome.deferred = exc.code
             attempts = full_attempts(conn, li.instance_id, exc.code)

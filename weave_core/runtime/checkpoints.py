@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
 from typing import Any, Final
 
@@ -28,24 +29,38 @@ from sqlalchemy.engine import Connection
 
 from weave_core.engine import Engine
 from weave_core.exactjson import JSON
-from weave_core.locks import lock_activation, lock_pending_advance
+from weave_core.locks import (
+    holding,
+    lock_activation,
+    lock_activations,
+    lock_pending_advance,
+    lock_pending_advances,
+    lock_waits,
+)
 from weave_core.nodespec import Fact, FactKind, StepOutcome, StepResult
 from weave_core.program import Program
 from weave_core.runtime.advance import advance_txn, to_review
 from weave_core.runtime.consumer import RETRY_DELAY
-from weave_core.runtime.history import History
+from weave_core.runtime.history import UNREAD, History, HistoryBatch, Unread, previous_times
 from weave_core.runtime.instances import ActivationState, ReviewReason, new_operation_id
 from weave_core.runtime.pending import (
     DEADLINE_REF,
     ROOT_REF,
     PendingKind,
     PendingState,
+    finish_many_txn,
     finish_txn,
 )
 from weave_core.runtime.programs import programs
 from weave_core.runtime.snapshot import LockedInstance, lock_chain, lock_chains
-from weave_core.schema import weave_activations, weave_instances, weave_pending_advances
+from weave_core.schema import (
+    weave_activations,
+    weave_instances,
+    weave_pending_advances,
+    weave_waits,
+)
 from weave_core.snapshot import Phase
+from weave_core.statements import RowChanges, update_keyed
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +70,8 @@ class PendingResult:
     pending_id: int
     outcome: str
     """``advanced``, ``unchanged`` (nothing to record), ``refused``, ``skipped``,
-    ``deferred`` (failed; retried 30 s later)."""
+    ``deferred`` (failed; retried 30 s later), ``busy`` (a batch found its instance locked
+    by another transaction and left the row due)."""
     instance_id: str | None = None
 
 
@@ -84,11 +100,10 @@ def _fire_timer(conn: Connection, engine: Engine, li: LockedInstance, history: H
     step.output = result.output if phase is Phase.SUCCEEDED else None
     step.reason = result.reason
     li.put_step(step)
-    a = weave_activations
-    conn.execute(sa.update(a).where(a.c.activation_id == activation_id).values(
-        state=phase.value, state_version=int(act.state_version) + 1, reason=result.reason,
-        updated_at=now, settled_at=now,
-    ))
+    update_keyed(conn, weave_activations, {"activation_id": activation_id}, {
+        "state": phase.value, "state_version": int(act.state_version) + 1,
+        "reason": result.reason, "updated_at": now, "settled_at": now,
+    })
     history.record(f"step.{phase.value.lower()}", step_id=act.step_id,
                    activation_id=activation_id, from_state=Phase.ACTIVE.value,
                    to_state=phase.value, reason=result.reason, details={"fact": "timer"})
@@ -106,16 +121,25 @@ def _run_txn(conn: Connection, engine: Engine, pending_id: int, peek: Any) -> Pe
 
 
 def _continue_txn(conn: Connection, engine: Engine, li: LockedInstance | None, pending_id: int,
-                  instance_id: str, now: Any) -> PendingResult:
-    """The row's work, its instance's chain already locked (``li``; None if it is gone)."""
+                  instance_id: str, now: Any, *, previous: datetime | Unread | None = UNREAD,
+                  histories: HistoryBatch | None = None, rows: RowChanges | None = None,
+                  finished: bool = False) -> PendingResult:
+    """The row's work, its instance's chain already locked (``li``; None if it is gone).
+
+    In a batch, ``previous`` is the instance's last transition time read for the whole
+    batch, ``histories`` collects the audit and transition rows and ``rows`` the step and
+    instance rows to write at its end, and ``finished``: the batch already marked this row
+    done (its version bumped by one).
+    """
     row = lock_pending_advance(conn, pending_id)
     if row is None or row.state != PendingState.PENDING.value or row.due_at > now:
         return PendingResult(pending_id, "skipped")
-    if li is None or li.terminal:
+    if not finished:
         finish_txn(conn, pending_id, int(row.version), PendingState.DONE, now)
+    if li is None or li.terminal:
         return PendingResult(pending_id, "unchanged", instance_id)
-    finish_txn(conn, pending_id, int(row.version), PendingState.DONE, now)
-    history = History(li.namespace, li.instance_id, li.revision, new_operation_id(), now)
+    history = History(li.namespace, li.instance_id, li.revision, new_operation_id(), now,
+                      previous_at=previous)
     program = programs(engine).get(conn, li.namespace, li.definition_id, li.version)
     metadata: dict[str, JSON] = {
         "source": {"checkpoint_id": pending_id, "kind": row.kind, "ref": row.ref},
@@ -150,10 +174,11 @@ def _continue_txn(conn: Connection, engine: Engine, li: LockedInstance | None, p
             _fire_timer(conn, engine, li, history, program, row.ref, now,
                         row.due_at)  # an activation without a wait record
     if not history.changed:
-        li.flush(conn, revision=li.revision, now=now)
+        li.flush(conn, revision=li.revision, now=now, into=rows)
         return PendingResult(pending_id, "unchanged", li.instance_id)
-    history.write(conn, actor=engine.actor, action="workflow.advanced", metadata=metadata)
-    li.flush(conn, revision=history.revision, now=now)
+    history.write(conn, actor=engine.actor, action="workflow.advanced", metadata=metadata,
+                  batch=histories)
+    li.flush(conn, revision=history.revision, now=now, into=rows)
     return PendingResult(pending_id, outcome, li.instance_id)
 
 
@@ -197,6 +222,11 @@ the commit and the chain locks, few enough that the locks of one namespace are n
 long (a batch of instances that use queues holds the namespace quota row throughout)."""
 
 
+_WAIT_KINDS = frozenset({PendingKind.TIMER.value, PendingKind.POLL.value,
+                         PendingKind.SIGNAL.value})
+"""Pending kinds whose ``ref`` is an activation with a wait record."""
+
+
 def _peek_many(conn: Connection, pending_ids: Sequence[int]) -> list[Any]:
     """The rows still PENDING with their instance's unlocked namespace, queues and status."""
     p, i = weave_pending_advances, weave_instances
@@ -234,9 +264,35 @@ def _run_batch_txn(conn: Connection, engine: Engine, batch: Sequence[Any]) -> li
     namespace = batch[0].namespace
     peeks = {r.instance_id: _InstancePeek(r.instance_namespace, r.queues, r.status)
              for r in batch if r.instance_namespace is not None}
-    chains = lock_chains(conn, namespace, peeks)
-    return [_continue_txn(conn, engine, chains.get(r.instance_id), int(r.id), r.instance_id, now)
-            for r in batch]
+    chains = lock_chains(conn, namespace, peeks, skip_busy=True)
+    # An instance that existed when peeked but was not locked is busy (instances are never
+    # deleted): another transaction works on it; its rows stay due for a later tick.
+    busy = set(peeks) - set(chains)
+    # The batch's level-6 rows in one locking read per table (in the order one row takes
+    # them: pending row, activation, wait record), handed to each row's work below.
+    mine = [int(r.id) for r in batch if r.instance_id in chains]
+    rows = {int(r.id): r for r in lock_pending_advances(conn, mine)} if mine else {}
+    refs = [r.ref for r in rows.values()
+            if r.kind in _WAIT_KINDS and r.state == PendingState.PENDING.value]
+    activations = {a.activation_id: a for a in lock_activations(conn, refs)} if refs else {}
+    waits = {w.activation_id: w for w in lock_waits(conn, refs)} if refs else {}
+    previous = previous_times(conn, {iid: li.revision for iid, li in chains.items()})
+    # Every due row is done whatever its work finds: mark them all in one UPDATE.
+    due = {pid for pid, r in rows.items()
+           if r.state == PendingState.PENDING.value and r.due_at <= now}
+    finish_many_txn(conn, sorted(due), now)
+    histories, changes = HistoryBatch(), RowChanges()
+    with holding(conn, weave_pending_advances, rows), \
+            holding(conn, weave_activations, activations), holding(conn, weave_waits, waits):
+        results = [PendingResult(int(r.id), "busy", r.instance_id) if r.instance_id in busy
+                   else _continue_txn(conn, engine, chains.get(r.instance_id), int(r.id),
+                                      r.instance_id, now, previous=previous.get(r.instance_id),
+                                      histories=histories, rows=changes,
+                                      finished=int(r.id) in due)
+                   for r in batch]
+    changes.write(conn)
+    histories.write(conn)
+    return results
 
 
 @dataclass(frozen=True)

@@ -11,19 +11,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from weave_core import exactjson
-from weave_core.audit import write_audit
+from weave_core.audit import audit_row
 from weave_core.exactjson import JSON
 from weave_core.faults import fault_point
 from weave_core.runtime.instances import iso, load_json
-from weave_core.schema import weave_transitions
+from weave_core.schema import weave_audit, weave_transitions
 
 MAX_HISTORY_PAGE = 500
+
+
+class Unread:
+    """The previous transition's time has not been read yet."""
+
+
+UNREAD: Final = Unread()
 
 
 @dataclass
@@ -36,6 +43,9 @@ class History:
     """The instance revision before this transaction; rises by one per transition."""
     operation_id: str
     now: datetime
+    previous_at: datetime | Unread | None = UNREAD
+    """The time of the transition at ``revision`` when the caller already read it (a tick
+    batch reads them all at once, :func:`previous_times`); read at :meth:`write` otherwise."""
     _rows: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -92,27 +102,31 @@ class History:
         first = int(self._rows[0]["revision"])
         if first <= 1:
             return
-        previous = _previous_time(conn, self.instance_id, first - 1)
+        previous = self.previous_at
+        if isinstance(previous, Unread):
+            previous = _previous_time(conn, self.instance_id, first - 1)
         if previous is not None and previous > self.now:
             self.now = previous
             for row in self._rows:
                 row["occurred_at"] = previous
 
     def write(
-        self, conn: Connection, *, actor: str, action: str, metadata: dict[str, JSON]
+        self, conn: Connection, *, actor: str, action: str, metadata: dict[str, JSON],
+        batch: HistoryBatch | None = None,
     ) -> int | None:
         """Write the audit row and the transitions (nothing when nothing was recorded).
 
         ``metadata`` gains ``revision`` (the instance revision after this transaction)
-        and ``transitions`` (how many). Returns the audit id. Any failure propagates: the
-        caller's transaction rolls back with it (R-6.8).
+        and ``transitions`` (how many). Returns the audit id; with ``batch``, the rows join
+        the batch instead (written by :meth:`HistoryBatch.write` before the transaction
+        commits) and None is returned. Any failure propagates: the caller's transaction
+        rolls back with it (R-6.8).
         """
         if not self._rows:
             return None
         self._not_before_previous(conn)
         fault_point("runtime.audit")
-        audit_id = write_audit(
-            conn,
+        audit = audit_row(
             namespace=self.namespace,
             actor=actor,
             action=action,
@@ -122,11 +136,60 @@ class History:
             metadata={**metadata, "revision": self.revision, "transitions": len(self._rows)},
             at=self.now,
         )
-        for row in self._rows:
-            row["audit_id"] = audit_id
-        conn.execute(sa.insert(weave_transitions), self._rows)
-        self._rows = []
-        return audit_id
+        rows, self._rows = self._rows, []
+        if batch is not None:
+            batch.add(audit, rows)
+            return None
+        key = conn.execute(sa.insert(weave_audit), audit).inserted_primary_key
+        assert key is not None
+        for row in rows:
+            row["audit_id"] = int(key[0])
+        conn.execute(sa.insert(weave_transitions), rows)
+        return int(key[0])
+
+
+@dataclass
+class HistoryBatch:
+    """The audit rows and transitions of several instances' changes in one transaction (a
+    tick batch), inserted together by :meth:`write`: two multi-row INSERTs for the batch
+    instead of two INSERTs per instance. Each audit row keeps its own transitions."""
+
+    _audits: list[dict[str, Any]] = field(default_factory=list)
+    _transitions: list[list[dict[str, Any]]] = field(default_factory=list)
+
+    def add(self, audit: dict[str, Any], transitions: list[dict[str, Any]]) -> None:
+        self._audits.append(audit)
+        self._transitions.append(transitions)
+
+    def write(self, conn: Connection) -> None:
+        """Insert the audit rows (their ids come back in order) and then the transitions."""
+        if not self._audits:
+            return
+        a = weave_audit
+        ids = conn.execute(a.insert().returning(a.c.id, sort_by_parameter_order=True),
+                           self._audits).scalars().all()
+        for audit_id, rows in zip(ids, self._transitions, strict=True):
+            for row in rows:
+                row["audit_id"] = int(audit_id)
+        conn.execute(sa.insert(weave_transitions),
+                     [row for rows in self._transitions for row in rows])
+        self._audits, self._transitions = [], []
+
+
+def previous_times(conn: Connection, revisions: dict[str, int]) -> dict[str, datetime | None]:
+    """The time of each instance's transition at the given revision (one query for a
+    batch; instances at revision 0 have none), for :attr:`History.previous_at`."""
+    t = weave_transitions
+    wanted = {iid: rev for iid, rev in revisions.items() if rev > 0}
+    found: dict[str, datetime | None] = dict.fromkeys(revisions)
+    if wanted:
+        for row in conn.execute(
+            sa.select(t.c.instance_id, t.c.occurred_at).where(sa.or_(*(
+                (t.c.instance_id == iid) & (t.c.revision == rev) for iid, rev in wanted.items()
+            )))
+        ):
+            found[row.instance_id] = row.occurred_at
+    return found
 
 
 def _previous_time(conn: Connection, instance_id: str, revision: int) -> datetime | None:
@@ -168,4 +231,7 @@ def read_transitions(
     ]
 
 
-__all__ = ["MAX_HISTORY_PAGE", "History", "read_transitions"]
+__all__ = [
+    "MAX_HISTORY_PAGE", "UNREAD", "History", "HistoryBatch", "Unread", "previous_times",
+    "read_transitions",
+]

@@ -8,6 +8,7 @@ by transactions that hold the instance lock, so a plain read under that lock is 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Final
@@ -16,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from weave_core.schema import weave_pending_advances
+from weave_core.statements import update_keyed
 
 
 class PendingKind(StrEnum):
@@ -121,22 +123,38 @@ def full_attempts(conn: Connection, instance_id: str, reason: str) -> int:
 def finish_txn(conn: Connection, pending_id: int, version: int, state: PendingState,
                now: datetime) -> None:
     """Mark one pending row done (or refused), bumping its version."""
+    update_keyed(conn, weave_pending_advances, {"id": pending_id},
+                 {"state": state.value, "version": version + 1, "updated_at": now})
+
+
+def finish_many_txn(conn: Connection, pending_ids: Sequence[int], now: datetime) -> None:
+    """Mark PENDING rows the caller holds locked done, each version bumped by one (a tick
+    batch; the caller read them PENDING under its lock, so every one of them matches)."""
+    if not pending_ids:
+        return
     p = weave_pending_advances
-    conn.execute(
+    done = conn.execute(
         sa.update(p)
-        .where(p.c.id == pending_id)
-        .values(state=state.value, version=version + 1, updated_at=now)
-    )
+        .where(p.c.id.in_(sorted(pending_ids)), p.c.state == PendingState.PENDING.value)
+        .values(state=PendingState.DONE.value, version=p.c.version + 1, updated_at=now)
+    ).rowcount
+    if done != len(pending_ids):
+        raise RuntimeError(f"{done} of {len(pending_ids)} locked pending rows were PENDING")
+
+
+_P = weave_pending_advances
+_CLOSE_ALL = (  # built once: every completing instance runs it (see weave_core.statements)
+    sa.update(_P)
+    .where(_P.c.instance_id == sa.bindparam("instance"),
+           _P.c.state == PendingState.PENDING.value)
+    .values(state=PendingState.DONE.value, version=_P.c.version + 1,
+            updated_at=sa.bindparam("now"))
+)
 
 
 def close_all_txn(conn: Connection, instance_id: str, now: datetime) -> None:
     """A settled instance needs no deferred work: mark its pending rows done."""
-    p = weave_pending_advances
-    conn.execute(
-        sa.update(p)
-        .where(p.c.instance_id == instance_id, p.c.state == PendingState.PENDING.value)
-        .values(state=PendingState.DONE.value, version=p.c.version + 1, updated_at=now)
-    )
+    conn.execute(_CLOSE_ALL, {"instance": instance_id, "now": now})
 
 
 __all__ = [
@@ -147,6 +165,7 @@ __all__ = [
     "PendingReason",
     "PendingState",
     "close_all_txn",
+    "finish_many_txn",
     "finish_txn",
     "full_attempts",
     "full_backoff",

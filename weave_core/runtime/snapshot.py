@@ -38,6 +38,7 @@ from weave_core.runtime.instances import (
 )
 from weave_core.schema import weave_instances, weave_steps
 from weave_core.snapshot import Entered, Phase, Snapshot, StepState
+from weave_core.statements import RowChanges
 
 
 @dataclass
@@ -126,22 +127,12 @@ class LockedInstance:
         record.dirty = True
         self.steps[record.step_id] = record
 
-    def flush(self, conn: Connection, *, revision: int, now: datetime) -> None:
-        """Write changed steps and the instance row (with its new revision)."""
-        self.flush_steps(conn, now=now)
-        if revision != self.revision or self.updates:
-            self.revision = revision
-            i = weave_instances
-            conn.execute(
-                sa.update(i)
-                .where(i.c.instance_id == self.instance_id)
-                .values(revision=revision, updated_at=now, **self.updates)
-            )
-            self.updates = {}
-
-    def flush_steps(self, conn: Connection, *, now: datetime) -> None:
-        """Write the changed steps only (the instance row waits for :meth:`flush`)."""
-        s = weave_steps
+    def flush(self, conn: Connection, *, revision: int, now: datetime,
+              into: RowChanges | None = None) -> None:
+        """Write changed steps and the instance row (with its new revision); with ``into``,
+        hand the rows to it instead (a tick batch writes every instance's rows at its end).
+        """
+        changes = into if into is not None else RowChanges()
         for rec in self.steps.values():
             if not rec.dirty:
                 continue
@@ -157,23 +148,21 @@ class LockedInstance:
                 "updated_at": now,
             }
             if rec.stored:
-                conn.execute(
-                    sa.update(s)
-                    .where(s.c.instance_id == self.instance_id, s.c.step_id == rec.step_id)
-                    .values(**values)
-                )
+                changes.update(weave_steps,
+                               {"instance_id": self.instance_id, "step_id": rec.step_id}, values)
             else:
-                conn.execute(
-                    sa.insert(s), dict(
-                        instance_id=self.instance_id,
-                        step_id=rec.step_id,
-                        namespace=self.namespace,
-                        created_at=now,
-                        **values,
-                    )
-                )
+                changes.insert(weave_steps, {"instance_id": self.instance_id,
+                                             "step_id": rec.step_id, "namespace": self.namespace,
+                                             "created_at": now, **values})
                 rec.stored = True
             rec.dirty = False
+        if revision != self.revision or self.updates:
+            self.revision = revision
+            changes.update(weave_instances, {"instance_id": self.instance_id},
+                           {"revision": revision, "updated_at": now, **self.updates})
+            self.updates = {}
+        if into is None:
+            changes.write(conn)
 
 
 def _step_record(row: Any) -> StepRecord:
@@ -261,7 +250,7 @@ def lock_chain(
 
 
 def lock_chains(
-    conn: Connection, namespace: str, peeks: Mapping[str, Any]
+    conn: Connection, namespace: str, peeks: Mapping[str, Any], *, skip_busy: bool = False,
 ) -> dict[str, LockedInstance]:
     """Lock the chains of several instances of one namespace, level by level (a tick batch).
 
@@ -271,7 +260,9 @@ def lock_chains(
     every gate (sorted by id), every instance's steps (by instance, then step). What each
     instance locks below that (activations, waits, its pending row) it locks afterwards,
     one instance at a time in id order. Missing instances (or of another namespace) are
-    left out of the answer.
+    left out of the answer; with ``skip_busy``, so are instances another transaction holds
+    locked (``SKIP LOCKED``: the batch never waits at level 4, so engines whose ticks
+    picked the same due rows split them instead of queueing behind each other).
     """
     live = {iid: p for iid, p in peeks.items() if p is not None and p.namespace == namespace}
     if not live:
@@ -283,7 +274,10 @@ def lock_chains(
     if capacity:
         lock_capacity_txn(conn, namespace,
                           sorted({q for p in capacity for q in exactjson.loads(p.queues)}))
-    rows = [r for r in lock_instances(conn, list(live)) if r.namespace == namespace]
+    rows = [r for r in lock_instances(conn, list(live), skip_locked=skip_busy)
+            if r.namespace == namespace]
+    if not rows:
+        return {}
     gates = {g.gate_id: g for g in lock_gates(conn, [r.gate_id for r in rows])}
     steps: dict[str, list[Any]] = {r.instance_id: [] for r in rows}
     for step in lock_steps_of(conn, list(steps)):

@@ -13,6 +13,7 @@ the process that accepts a task result consumes it at once, so the tick is a saf
 from __future__ import annotations
 
 import logging
+import random
 import threading
 import time
 from dataclasses import dataclass, field
@@ -31,7 +32,10 @@ from weave_core.schema import weave_inbox, weave_pending_advances
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MAX_CANDIDATES: Final = 100
+DEFAULT_MAX_CANDIDATES: Final = 256
+"""Due rows one tick reads: eight batches of pending rows. A wider window than the
+batches one engine needs lets engines whose ticks read the same oldest rows start at
+different batches (a burst drained by several engines collides less)."""
 DEFAULT_BUDGET_S: Final = 5.0
 DEFAULT_INTERVAL_S: Final = 1.0
 
@@ -87,9 +91,14 @@ def run_tick(
         lambda conn: due_candidates(conn, engine, max_candidates), name="tick_candidates"
     )
     # Interleaved, so a backlog of one index never starves the other: a batch of pending
-    # rows (one transaction, DEFAULT_BATCH instances), then as many inbox rows.
+    # rows (one transaction, DEFAULT_BATCH instances), then as many inbox rows. Engines
+    # read the same oldest rows, so each starts at a random chunk and wraps around: two
+    # ticks then mostly work on different rows instead of skipping each other's
+    # (a batch skips instances another holds; an inbox row waits for its lock).
+    chunks = range(0, max(len(inbox), len(pending)), DEFAULT_BATCH)
+    first = random.randrange(len(chunks)) if chunks else 0
     work: list[tuple[str, list[int]]] = []
-    for n in range(0, max(len(inbox), len(pending)), DEFAULT_BATCH):
+    for n in [*chunks[first:], *chunks[:first]]:
         work += [("pending", pending[n:n + DEFAULT_BATCH])] if n < len(pending) else []
         work += [("inbox", [row_id]) for row_id in inbox[n:n + DEFAULT_BATCH]]
     for source, row_ids in work:

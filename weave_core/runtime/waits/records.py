@@ -28,6 +28,7 @@ from weave_core.runtime.pending import PendingKind, PendingState
 from weave_core.runtime.snapshot import LockedInstance
 from weave_core.schema import weave_activations, weave_pending_advances, weave_waits
 from weave_core.snapshot import Phase
+from weave_core.statements import update_keyed
 
 
 class WaitKind(StrEnum):
@@ -95,27 +96,23 @@ def settle_wait_txn(conn: Connection, wait: Row[Any], state: WaitState, winner: 
                     now: datetime, winner_ref: str | None = None, reason: str | None = None,
                     **values: Any) -> bool:
     """End the wait if it is still OPEN at the version read; True when this call won."""
-    w = weave_waits
-    won = conn.execute(
-        sa.update(w)
-        .where(w.c.activation_id == wait.activation_id, w.c.version == int(wait.version),
-               w.c.state == WaitState.OPEN.value)
-        .values(state=state.value, version=int(wait.version) + 1, winner=winner.value,
-                winner_ref=winner_ref, reason=reason, settled_at=now, updated_at=now,
-                **values)
-    ).rowcount
+    won = update_keyed(
+        conn, weave_waits,
+        {"activation_id": wait.activation_id, "version": int(wait.version),
+         "state": WaitState.OPEN.value},
+        {"state": state.value, "version": int(wait.version) + 1, "winner": winner.value,
+         "winner_ref": winner_ref, "reason": reason, "settled_at": now, "updated_at": now,
+         **values})
     return won == 1
 
 
 def bump_wait_txn(conn: Connection, wait: Row[Any], *, now: datetime, **values: Any) -> bool:
     """Change an OPEN wait (next round, last result) at the version read."""
-    w = weave_waits
-    return conn.execute(
-        sa.update(w)
-        .where(w.c.activation_id == wait.activation_id, w.c.version == int(wait.version),
-               w.c.state == WaitState.OPEN.value)
-        .values(version=int(wait.version) + 1, updated_at=now, **values)
-    ).rowcount == 1
+    return update_keyed(
+        conn, weave_waits,
+        {"activation_id": wait.activation_id, "version": int(wait.version),
+         "state": WaitState.OPEN.value},
+        {"version": int(wait.version) + 1, "updated_at": now, **values}) == 1
 
 
 def record_loser(history: History, wait: Row[Any] | None, loser: str, classification: LoserClass,
@@ -196,7 +193,7 @@ def settle_step_txn(
                               "reason": result.reason, "updated_at": now, "settled_at": now}
     if result_revision is not None:
         values["result_revision"] = result_revision
-    conn.execute(sa.update(a).where(a.c.activation_id == act.activation_id).values(**values))
+    update_keyed(conn, a, {"activation_id": act.activation_id}, values)
     history.record(f"step.{phase.value.lower()}", step_id=act.step_id,
                    activation_id=act.activation_id, from_state=Phase.ACTIVE.value,
                    to_state=phase.value, reason=result.reason, details=details)
