@@ -317,28 +317,33 @@ def lock_claimable_tasks(
     Returns only the columns a claim reads (:data:`CLAIM_COLUMNS`): a narrow row costs a
     fraction of the whole task row to transfer and decode.
     """
-    t = weave_tasks
-    where = (
-        (t.c.namespace == namespace)
-        & (t.c.queue == queue)
-        & (t.c.status == "PENDING")
-        & (t.c.gate_open == True)  # noqa: E712 - SQL comparison, not Python truthiness
-        & (t.c.available_at <= now)
-        & t.c.handler_key.in_(sorted(set(handler_keys)))
-    )
-    return list(
-        lock_rows(
-            conn,
-            LockLevel.RECORDS,
-            t,
-            where,
-            columns=[t.c[name] for name in CLAIM_COLUMNS],
-            order_by=(t.c.available_at, t.c.task_id),
-            skip_locked=True,
-            limit=limit,
+    observer = conn.info.get(_OBSERVER_KEY)
+    if observer is not None:
+        observer(LockLevel.RECORDS, weave_tasks.name, False)
+    stmt = _CLAIMABLE.get(conn.dialect.name)
+    if stmt is None:  # built once per dialect: every claim runs it (weave_core.statements)
+        t = weave_tasks
+        stmt = (
+            sa.select(*(t.c[name] for name in CLAIM_COLUMNS))
+            .where(
+                t.c.namespace == sa.bindparam("namespace"),
+                t.c.queue == sa.bindparam("queue"),
+                t.c.status == "PENDING",
+                t.c.gate_open == True,  # noqa: E712 - SQL comparison, not Python truthiness
+                t.c.available_at <= sa.bindparam("now"),
+                t.c.handler_key.in_(sa.bindparam("keys", expanding=True)),
+            )
+            .order_by(t.c.available_at, t.c.task_id)
+            .limit(sa.bindparam("limit", type_=sa.Integer))
         )
-    )
+        if conn.dialect.name != "sqlite":
+            stmt = stmt.with_for_update(skip_locked=True)
+        _CLAIMABLE[conn.dialect.name] = stmt
+    return list(conn.execute(stmt, {"namespace": namespace, "queue": queue, "now": now,
+                                    "keys": sorted(set(handler_keys)), "limit": limit}).all())
 
+
+_CLAIMABLE: dict[str, sa.Select[Any]] = {}
 
 
 def lock_gate_tasks(conn: Connection, gate_id: str) -> list[Row[Any]]:

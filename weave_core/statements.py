@@ -72,6 +72,8 @@ def update_keyed(
 ) -> int:
     """``UPDATE table SET <values> WHERE <every column of where = its value>``; the number
     of rows matched (a version or state in ``where`` makes it a guarded update)."""
+    if any(v is None for v in where.values()):
+        raise ValueError("a keyed UPDATE compares with '=': NULL never matches")
     stmt = _update_statement(table, tuple(where), tuple(values))
     params = {f"w_{k}": v for k, v in where.items()}
     params.update({f"v_{k}": v for k, v in values.items()})

@@ -39,6 +39,7 @@ from weave_core.errors import Problem, ValidationError
 from weave_core.limits import DEFAULT_LIMITS, Limits
 from weave_core.locks import lock_claimable_tasks
 from weave_core.schema import weave_task_attempts, weave_task_events, weave_tasks
+from weave_core.statements import update_keyed
 
 
 @dataclass(frozen=True)
@@ -87,11 +88,11 @@ def _start_txn(conn: Connection, task: Row[Any], *, worker_id: str, now: Any) ->
         attempt_no=attempt_no, worker_id=worker_id, started_at=now, lease_expires_at=lease,
         close_by=close_by, heartbeat_at=None, finished_at=None, outcome=None, report_hash=None,
     ))
-    t = weave_tasks
-    conn.execute(sa.update(t).where(t.c.task_id == task.task_id).values(
-        status=TaskStatus.RUNNING.value, revision=revision, attempts_used=attempt_no,
-        current_attempt_id=attempt_id, start_by=None, timeout_at=lease, updated_at=now,
-    ))
+    update_keyed(conn, weave_tasks, {"task_id": task.task_id}, {
+        "status": TaskStatus.RUNNING.value, "revision": revision, "attempts_used": attempt_no,
+        "current_attempt_id": attempt_id, "start_by": None, "timeout_at": lease,
+        "updated_at": now,
+    })
     conn.execute(sa.insert(weave_task_events), dict(
         namespace=task.namespace, task_id=task.task_id, revision=revision,
         event_type="task.started", attempt_id=attempt_id, occurred_at=now,

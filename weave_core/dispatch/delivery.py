@@ -50,6 +50,7 @@ from weave_core.schema import (
     weave_task_events,
     weave_tasks,
 )
+from weave_core.statements import update_keyed
 
 
 def record_event_txn(
@@ -76,6 +77,15 @@ def record_event_txn(
     )
 
 
+_A = weave_task_attempts
+_FINISH_ATTEMPT = (  # built once: every report runs it (see weave_core.statements)
+    sa.update(_A)
+    .where(_A.c.attempt_id == sa.bindparam("attempt"), _A.c.finished_at.is_(None))
+    .values(finished_at=sa.bindparam("now"), outcome=sa.bindparam("outcome"),
+            report_hash=sa.bindparam("report_hash"))
+)
+
+
 def finish_attempt_txn(
     conn: Connection,
     attempt_id: str,
@@ -85,12 +95,8 @@ def finish_attempt_txn(
     report_hash: str | None,
 ) -> None:
     """Close an attempt (only once: a finished attempt keeps its first ending)."""
-    a = weave_task_attempts
-    conn.execute(
-        sa.update(a)
-        .where(a.c.attempt_id == attempt_id, a.c.finished_at.is_(None))
-        .values(finished_at=now, outcome=end.value, report_hash=report_hash)
-    )
+    conn.execute(_FINISH_ATTEMPT, {"attempt": attempt_id, "now": now, "outcome": end.value,
+                                   "report_hash": report_hash})
 
 
 def _is_round_of(conn: Connection, task: Row[Any]) -> bool:
@@ -189,21 +195,16 @@ def settle_txn(
     event_type = EVENT_BY_STATUS[status]
 
     # 1. task and attempt
-    t = weave_tasks
-    conn.execute(
-        sa.update(t)
-        .where(t.c.task_id == task.task_id)
-        .values(
-            status=status.value,
-            revision=revision,
-            result=None if result is None else exactjson.dumps(result),
-            error=None if error is None else exactjson.dumps(error),
-            effect_unknown=effect_unknown,
-            timeout_at=None,
-            start_by=None,
-            updated_at=now,
-        )
-    )
+    update_keyed(conn, weave_tasks, {"task_id": task.task_id}, {
+        "status": status.value,
+        "revision": revision,
+        "result": None if result is None else exactjson.dumps(result),
+        "error": None if error is None else exactjson.dumps(error),
+        "effect_unknown": effect_unknown,
+        "timeout_at": None,
+        "start_by": None,
+        "updated_at": now,
+    })
     if task.current_attempt_id is not None and attempt_end is not None:
         finish_attempt_txn(
             conn, task.current_attempt_id, now=now, end=attempt_end, report_hash=report_hash

@@ -52,6 +52,7 @@ from weave_core.faults import fault_point
 from weave_core.limits import DEFAULT_LIMITS, Limits
 from weave_core.locks import lock_task
 from weave_core.schema import weave_task_attempts, weave_tasks
+from weave_core.statements import update_keyed
 
 _REPORTED = frozenset({AttemptEnd.SUCCEEDED, AttemptEnd.FAILED, AttemptEnd.CANCELLED})
 
@@ -153,10 +154,9 @@ def heartbeat(
         if task.timeout_at is not None and task.timeout_at <= now:
             return str(task.queue)  # expired: applied below, in lock order
         lease = lease_until(now, lease_seconds(task), attempt.close_by, task.deadline_at)
-        a, t = weave_task_attempts, weave_tasks
-        conn.execute(sa.update(a).where(a.c.attempt_id == attempt_id)
-                     .values(lease_expires_at=lease, heartbeat_at=now))
-        conn.execute(sa.update(t).where(t.c.task_id == task_id).values(timeout_at=lease))
+        update_keyed(conn, weave_task_attempts, {"attempt_id": attempt_id},
+                     {"lease_expires_at": lease, "heartbeat_at": now})
+        update_keyed(conn, weave_tasks, {"task_id": task_id}, {"timeout_at": lease})
         return Heartbeat(lease, bool(task.cancel_requested))
 
     outcome = db.transaction(_beat, name="dispatch_heartbeat")

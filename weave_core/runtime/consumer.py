@@ -70,6 +70,7 @@ from weave_core.schema import (
     weave_tasks,
 )
 from weave_core.snapshot import Phase
+from weave_core.statements import update_keyed
 
 logger = logging.getLogger(__name__)
 
@@ -329,14 +330,11 @@ def _apply_result(
     step.output = result.output if phase is Phase.SUCCEEDED else None
     step.reason = result.reason
     li.put_step(step)
-    a = weave_activations
-    conn.execute(
-        sa.update(a).where(a.c.activation_id == act.activation_id).values(
-            state=phase.value, state_version=int(act.state_version) + 1,
-            result_revision=row.source_revision, reason=result.reason,
-            updated_at=now, settled_at=now,
-        )
-    )
+    update_keyed(conn, weave_activations, {"activation_id": act.activation_id}, {
+        "state": phase.value, "state_version": int(act.state_version) + 1,
+        "result_revision": row.source_revision, "reason": result.reason,
+        "updated_at": now, "settled_at": now,
+    })
     history.record(
         f"step.{phase.value.lower()}", step_id=act.step_id, activation_id=act.activation_id,
         from_state=Phase.ACTIVE.value, to_state=phase.value, reason=result.reason,
@@ -360,13 +358,10 @@ def _apply_result(
 
 def _settle_row(conn: Connection, row: Row[Any], state: InboxState, code: str | None,
                 now: datetime) -> None:
-    i = weave_inbox
-    conn.execute(
-        sa.update(i).where(i.c.id == row.id).values(
-            state=state.value, error_code=code, row_version=int(row.row_version) + 1,
-            processed_at=now,
-        )
-    )
+    update_keyed(conn, weave_inbox, {"id": row.id}, {
+        "state": state.value, "error_code": code, "row_version": int(row.row_version) + 1,
+        "processed_at": now,
+    })
 
 
 def _source(row: Row[Any]) -> dict[str, JSON]:
