@@ -16,20 +16,33 @@ from tests.runtime.helpers import (
     instance,
     new_namespace,
     publish,
+    report,
+    rows,
     start,
     steps,
     task,
     tasks_of,
     transitions_of,
+    work,
 )
 from tests.runtime.test_lock_order import LockRecorder, recorder  # noqa: F401  the fixture
-from tests.waits.helpers import due_rows, timer_step, wait_of
+from tests.waits.helpers import (
+    due_rows,
+    poll_step,
+    rounds_of,
+    send,
+    signal_step,
+    timer_step,
+    wait_of,
+)
 from weave_core.db import set_clock_offset
+from weave_core.dispatch import set_queue_capacity
 from weave_core.engine import Engine
 from weave_core.faults import armed
+from weave_core.identity import CLI_ACTOR
 from weave_core.runtime import run_pending, run_tick
 from weave_core.runtime.checkpoints import _batches, run_pending_batch
-from weave_core.schema import weave_instances
+from weave_core.schema import weave_instances, weave_pending_advances
 
 
 def _timers(engine: Engine, ns: str, count: int, *, then_task: bool) -> list[str]:
@@ -190,3 +203,63 @@ def test_a_batch_leaves_an_instance_another_transaction_holds(engine: Engine) ->
     assert [r.state for r in due_rows(engine, held, "TIMER")] == ["PENDING"]
     assert [r.outcome for r in run_pending_batch(engine, pending)] == ["advanced"]
     assert steps(engine, held)["after"].phase == "ACTIVE"
+
+
+def _all_due(engine: Engine, ids: list[str]) -> list[int]:
+    p = weave_pending_advances
+    found = rows(engine, p, p.c.instance_id.in_(ids), p.c.state == "PENDING")
+    now = engine.db.read(lambda conn: engine.db.now(conn), name="t")
+    return [int(r.id) for r in found if r.due_at <= now]
+
+
+def test_one_batch_runs_every_kind_of_due_row(engine: Engine) -> None:
+    ns = new_namespace(engine)
+    publish(engine, ns, definition("t", [timer_step("nap", 60), task("after")]))
+    publish(engine, ns, definition("s", [signal_step("approval"), task("after")]))
+    publish(engine, ns, definition("so", [signal_step("approval", timeout=30), task("after")]))
+    publish(engine, ns, definition("p", [poll_step(interval=30, deadline=300), task("after")]))
+    timer = start(engine, ns, "t", {}).instance.instance_id
+    signalled = start(engine, ns, "s", {"job": "job-1"}).instance.instance_id
+    timed_out = start(engine, ns, "so", {"job": "job-2"}).instance.instance_id
+    polled = start(engine, ns, "p", {"job": "job-3"}).instance.instance_id
+    (round1,) = work(engine, ns, handlers=["job_status"])
+    report(engine, ns, round1, {"status": "RUNNING"})  # the next round is due 30 s later
+    send(engine, ns, signalled, deliver=False)  # its SIGNAL row waits for the tick
+    set_clock_offset(engine.db, 61)
+    due = _all_due(engine, [timer, signalled, timed_out, polled])
+    kinds = {r.kind for r in rows(engine, weave_pending_advances,
+                                  weave_pending_advances.c.id.in_(due))}
+    assert kinds == {"TIMER", "SIGNAL", "POLL"}
+    results = run_pending_batch(engine, due)
+    assert {r.outcome for r in results} == {"advanced"}
+    assert steps(engine, timer)["after"].phase == "ACTIVE"
+    assert wait_of(engine, signalled, "approval").winner == "signal"
+    assert steps(engine, signalled)["after"].phase == "ACTIVE"
+    assert wait_of(engine, timed_out, "approval").state == "TIMED_OUT"
+    assert instance(engine, timed_out).status == "NEEDS_REVIEW"
+    assert [r.round for r in rounds_of(engine, polled)] == [1, 2]
+    for wid in (timer, signalled, timed_out, polled):
+        revisions = [t.revision for t in transitions_of(engine, wid)]
+        assert revisions == list(range(1, len(revisions) + 1))
+        assert instance(engine, wid).revision == revisions[-1]
+
+
+def test_a_full_queue_defers_only_the_instances_it_stops(engine: Engine) -> None:
+    ns = new_namespace(engine)
+    set_queue_capacity(engine.db, ns, "q", 1, actor=CLI_ACTOR)
+    ids = _timers(engine, ns, 3, then_task=True)
+    set_clock_offset(engine.db, 61)
+    results = run_pending_batch(engine, _due(engine, ids))
+    assert {r.outcome for r in results} == {"advanced"}
+    started = [wid for wid in ids if tasks_of(engine, wid)]
+    assert len(started) == 1  # the queue holds one task; nothing is counted twice
+    for wid in set(ids) - set(started):
+        assert steps(engine, wid)["nap"].phase == "SUCCEEDED"  # the timer's fact is kept
+        assert "after" not in steps(engine, wid)
+        retries = [r.reason for r in due_rows(engine, wid, "ROOT") if r.ref != "deadline"]
+        assert retries == ["queue_full"]
+    set_queue_capacity(engine.db, ns, "q", 10, actor=CLI_ACTOR)
+    set_clock_offset(engine.db, 61 + 60)
+    run_tick(engine)
+    assert all(len(tasks_of(engine, wid)) == 1 for wid in ids)
+    assert all(steps(engine, wid)["after"].phase == "ACTIVE" for wid in ids)
