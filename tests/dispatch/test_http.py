@@ -118,3 +118,20 @@ def test_long_poll_is_woken_in_process(api: tuple[TestClient, Tenant]) -> None:
     empty = post(client, tenant, "/queues/lp/claim",
                  {"worker_id": "w", "handlers": HANDLERS, "wait_seconds": Decimal("0.3")})
     assert empty.status_code == 200 and empty.json() == {"tasks": []}
+
+
+@pytest.mark.parametrize("seconds", [366 * 24 * 3600 + 1, 1322643833723, 10**30])
+def test_a_deadline_beyond_the_limit_is_refused_not_overflowed(
+        api: tuple[TestClient, Tenant], seconds: int) -> None:
+    # Found by the schemathesis sweep (tests/http/test_schemathesis.py): the date arithmetic
+    # overflowed into a 500 before the kernel's own checks ran.
+    client, tenant = api
+    refused = post(client, tenant, "/tasks",
+                   {"queue": "q", "handler": "echo", "deadline_seconds": seconds})
+    assert refused.status_code == 422, refused.text
+    assert refused.headers["content-type"].startswith("application/problem+json")
+    assert [(p["path"], p["code"]) for p in refused.json()["problems"]] == [
+        ("$.deadline_seconds", "out_of_range")]
+    longest = post(client, tenant, "/tasks",
+                   {"queue": "q", "handler": "echo", "deadline_seconds": 366 * 24 * 3600})
+    assert longest.status_code == 201, longest.text

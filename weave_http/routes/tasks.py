@@ -37,6 +37,7 @@ from weave_core.dispatch import (
 )
 from weave_core.dispatch.model import OwnerKind
 from weave_core.engine import Engine
+from weave_core.errors import Problem, ValidationError
 from weave_core.identity import Permission
 from weave_core.runtime import consume_task_results
 from weave_http.body import read_json, validate_model
@@ -181,6 +182,11 @@ async def create_standalone_task(request: Request, ctx: Context) -> Response:
     def _run() -> TaskView:
         deadline = None
         if body.deadline_seconds is not None:
+            longest = engine.limits.max_deadline_seconds
+            if body.deadline_seconds > longest:  # before the date arithmetic can overflow
+                raise ValidationError("invalid task", [Problem(
+                    "$.deadline_seconds", "out_of_range",
+                    f"deadline_seconds must be 1..{longest} seconds")])
             now = engine.db.read(engine.db.now)
             deadline = now + timedelta(seconds=body.deadline_seconds)
         spec = TaskSpec(
