@@ -230,6 +230,24 @@ def _lock_key(
     return rows[0] if rows else None
 
 
+def _lock_held_or_key(conn: Connection, table: sa.Table, column: str, key: Any
+                      ) -> Row[Any] | None:
+    """A level-6 row by its key: the one a batch already locked (:func:`holding`), else
+    a keyed lock."""
+    held = _take_held(conn, table, key)
+    if held is not None:
+        return held
+    return _lock_key(conn, LockLevel.RECORDS, table, {column: key})
+
+
+def _lock_many(conn: Connection, level: LockLevel, table: sa.Table, column: str,
+               keys: Sequence[Any], *, skip_locked: bool = False) -> Sequence[Row[Any]]:
+    """The rows of several keys of one level, in key order (a tick batch)."""
+    col = table.c[column]
+    return lock_rows(conn, level, table, col.in_(sorted(set(keys))), order_by=(col,),
+                     skip_locked=skip_locked)
+
+
 # --- 1. identity ---------------------------------------------------------------------
 
 
@@ -376,16 +394,13 @@ def lock_instances(conn: Connection, instance_ids: Sequence[str], *,
     (another engine's batch is working on them; primary-key lookups, so only the rows
     returned are locked).
     """
-    t = weave_instances
-    return lock_rows(conn, LockLevel.INSTANCE, t, t.c.instance_id.in_(sorted(set(instance_ids))),
-                     order_by=(t.c.instance_id,), skip_locked=skip_locked)
+    return _lock_many(conn, LockLevel.INSTANCE, weave_instances, "instance_id", instance_ids,
+                      skip_locked=skip_locked)
 
 
 def lock_gates(conn: Connection, gate_ids: Sequence[str]) -> Sequence[Row[Any]]:
     """Several execution gates, exclusive, in gate-id order (a tick batch; level 5)."""
-    g = weave_execution_gates
-    return lock_rows(conn, LockLevel.GATE, g, g.c.gate_id.in_(sorted(set(gate_ids))),
-                     order_by=(g.c.gate_id,))
+    return _lock_many(conn, LockLevel.GATE, weave_execution_gates, "gate_id", gate_ids)
 
 
 def lock_steps_of(conn: Connection, instance_ids: Sequence[str]) -> Sequence[Row[Any]]:
@@ -408,19 +423,13 @@ def lock_steps(conn: Connection, instance_id: str) -> Sequence[Row[Any]]:
 
 def lock_activation(conn: Connection, activation_id: str) -> Row[Any] | None:
     """One activation, exclusive (level 6, after the instance's steps)."""
-    t = weave_activations
-    held = _take_held(conn, t, activation_id)
-    if held is not None:
-        return held
-    return _lock_key(conn, LockLevel.RECORDS, t, {"activation_id": activation_id})
+    return _lock_held_or_key(conn, weave_activations, "activation_id", activation_id)
 
 
 def lock_activations(conn: Connection, activation_ids: Sequence[str]) -> Sequence[Row[Any]]:
     """Several activations, exclusive, in id order (a tick batch; level 6)."""
-    t = weave_activations
-    return lock_rows(conn, LockLevel.RECORDS, t,
-                     t.c.activation_id.in_(sorted(set(activation_ids))),
-                     order_by=(t.c.activation_id,))
+    return _lock_many(conn, LockLevel.RECORDS, weave_activations, "activation_id",
+                      activation_ids)
 
 
 def lock_inbox_row(conn: Connection, inbox_id: int) -> Row[Any] | None:
@@ -431,18 +440,12 @@ def lock_inbox_row(conn: Connection, inbox_id: int) -> Row[Any] | None:
 
 def lock_pending_advance(conn: Connection, pending_id: int) -> Row[Any] | None:
     """One pending-advance row, exclusive: the last lock of a deferred advance."""
-    t = weave_pending_advances
-    held = _take_held(conn, t, pending_id)
-    if held is not None:
-        return held
-    return _lock_key(conn, LockLevel.RECORDS, t, {"id": pending_id})
+    return _lock_held_or_key(conn, weave_pending_advances, "id", pending_id)
 
 
 def lock_pending_advances(conn: Connection, pending_ids: Sequence[int]) -> Sequence[Row[Any]]:
     """Several pending-advance rows, exclusive, in id order (a tick batch; level 6)."""
-    t = weave_pending_advances
-    return lock_rows(conn, LockLevel.RECORDS, t, t.c.id.in_(sorted(set(pending_ids))),
-                     order_by=(t.c.id,))
+    return _lock_many(conn, LockLevel.RECORDS, weave_pending_advances, "id", pending_ids)
 
 
 # --- durable waits (issue 6): wait records, signals, poll rounds ------------------------
@@ -452,19 +455,12 @@ def lock_pending_advances(conn: Connection, pending_ids: Sequence[int]) -> Seque
 
 def lock_wait(conn: Connection, activation_id: str) -> Row[Any] | None:
     """The wait record of one activation (primary key)."""
-    w = weave_waits
-    held = _take_held(conn, w, activation_id)
-    if held is not None:
-        return held
-    return _lock_key(conn, LockLevel.RECORDS, w, {"activation_id": activation_id})
+    return _lock_held_or_key(conn, weave_waits, "activation_id", activation_id)
 
 
 def lock_waits(conn: Connection, activation_ids: Sequence[str]) -> Sequence[Row[Any]]:
     """The wait records of several activations, in activation-id order (a tick batch)."""
-    w = weave_waits
-    return lock_rows(conn, LockLevel.RECORDS, w,
-                     w.c.activation_id.in_(sorted(set(activation_ids))),
-                     order_by=(w.c.activation_id,))
+    return _lock_many(conn, LockLevel.RECORDS, weave_waits, "activation_id", activation_ids)
 
 
 def lock_open_waits(conn: Connection, instance_id: str) -> list[Row[Any]]:
