@@ -264,10 +264,9 @@ def _run_batch_txn(conn: Connection, engine: Engine, batch: Sequence[Any]) -> li
     namespace = batch[0].namespace
     peeks = {r.instance_id: _InstancePeek(r.instance_namespace, r.queues, r.status)
              for r in batch if r.instance_namespace is not None}
-    chains = lock_chains(conn, namespace, peeks, skip_busy=True)
-    # An instance that existed when peeked but was not locked is busy (instances are never
-    # deleted): another transaction works on it; its rows stay due for a later tick.
-    busy = set(peeks) - set(chains)
+    locked = lock_chains(conn, namespace, peeks, skip_busy=True)
+    # A busy instance is another transaction's: its rows stay due for a later tick.
+    chains, busy = locked.locked, locked.busy
     # The batch's level-6 rows in one locking read per table (in the order one row takes
     # them: pending row, activation, wait record), handed to each row's work below.
     mine = [int(r.id) for r in batch if r.instance_id in chains]

@@ -249,9 +249,18 @@ def lock_chain(
     return _locked(row, gate, ns, queues, lock_steps(conn, instance_id))
 
 
+@dataclass
+class Chains:
+    """What :func:`lock_chains` locked: each instance's working copy, and the instances it
+    skipped because another transaction holds them (``busy``)."""
+
+    locked: dict[str, LockedInstance] = field(default_factory=dict)
+    busy: set[str] = field(default_factory=set)
+
+
 def lock_chains(
     conn: Connection, namespace: str, peeks: Mapping[str, Any], *, skip_busy: bool = False,
-) -> dict[str, LockedInstance]:
+) -> Chains:
     """Lock the chains of several instances of one namespace, level by level (a tick batch).
 
     ``peeks``: instance id → its unlocked ``namespace``, ``queues`` and ``status``. The
@@ -260,34 +269,38 @@ def lock_chains(
     every gate (sorted by id), every instance's steps (by instance, then step). What each
     instance locks below that (activations, waits, its pending row) it locks afterwards,
     one instance at a time in id order. Missing instances (or of another namespace) are
-    left out of the answer; with ``skip_busy``, so are instances another transaction holds
-    locked (``SKIP LOCKED``: the batch never waits at level 4, so engines whose ticks
-    picked the same due rows split them instead of queueing behind each other).
+    left out; with ``skip_busy``, instances another transaction holds locked are left out
+    too and named in ``busy`` (``SKIP LOCKED``: the batch never waits at level 4, so
+    engines whose ticks picked the same due rows split them instead of queueing).
     """
     live = {iid: p for iid, p in peeks.items() if p is not None and p.namespace == namespace}
     if not live:
-        return {}
+        return Chains()
     ns = lock_namespace_shared(conn, namespace)
     if ns is None:
-        return {}
+        return Chains()
     capacity = [p for p in live.values() if _needs_capacity(p)]
     if capacity:
         lock_capacity_txn(conn, namespace,
                           sorted({q for p in capacity for q in exactjson.loads(p.queues)}))
-    rows = [r for r in lock_instances(conn, list(live), skip_locked=skip_busy)
-            if r.namespace == namespace]
+    found = lock_instances(conn, list(live), skip_locked=skip_busy)
+    # Peeked rows exist (instances are never deleted): one not returned is held elsewhere.
+    busy = set(live) - {r.instance_id for r in found} if skip_busy else set()
+    rows = [r for r in found if r.namespace == namespace]
     if not rows:
-        return {}
+        return Chains(busy=busy)
     gates = {g.gate_id: g for g in lock_gates(conn, [r.gate_id for r in rows])}
     steps: dict[str, list[Any]] = {r.instance_id: [] for r in rows}
     for step in lock_steps_of(conn, list(steps)):
         steps[step.instance_id].append(step)
-    return {
+    return Chains({
         r.instance_id: _locked(r, gates.get(r.gate_id), ns,
                                tuple(exactjson.loads(live[r.instance_id].queues)),
                                steps[r.instance_id])
         for r in rows
-    }
+    }, busy)
 
 
-__all__ = ["LockedInstance", "StepRecord", "lock_chain", "lock_chains", "peek_instance"]
+__all__ = [
+    "Chains", "LockedInstance", "StepRecord", "lock_chain", "lock_chains", "peek_instance",
+]
