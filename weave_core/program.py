@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from weave_core.definitions import ValidatedDefinition, validate_definition
 from weave_core.exactjson import JSON, canonicalize, content_hash
 from weave_core.limits import DEFAULT_LIMITS, Limits
-from weave_core.nodespec import BlockPolicy, Fact, NodeKind, StepResult
+from weave_core.nodespec import BlockPolicy, Fact, NodeKind, StepOutcome, StepResult
 from weave_core.plan import MAX_PLAN_LIMIT, Plan, PlanRejectedError, RejectReason
 from weave_core.planner import make_plan
 from weave_core.plugins import PluginHost
@@ -163,7 +163,8 @@ class Program:
         return make_plan(self, snapshot, limit, allow_new)
 
     def interpret(self, step_id: str, fact: Fact) -> StepResult:
-        """What a settled fact means for a leaf step (delegated to its kind)."""
+        """What a settled fact means for a leaf step (delegated to its kind; a kind that
+        does not implement ``interpret`` gives ``NEEDS_REVIEW``/``kind_cannot_interpret``)."""
         node = self._nodes.get(step_id)
         if node is None or node.kind is None or node.config is None or node.policy != "none":
             raise PlanRejectedError(
@@ -172,7 +173,12 @@ class Program:
                 "only leaf steps receive facts",
                 step_id=step_id,
             )
-        return node.kind.interpret(node.config, fact)
+        try:
+            return node.kind.interpret(node.config, fact)
+        except NotImplementedError:
+            # A kind that cannot read facts is a plugin defect: its step goes to review,
+            # never to a silent success, whichever part of the runtime delivered the fact.
+            return StepResult(StepOutcome.NEEDS_REVIEW, reason="kind_cannot_interpret")
 
 
 def _build_block(

@@ -482,3 +482,14 @@ def test_interpret_delegates_to_the_kind_and_refuses_composites() -> None:
 
 def test_kinds_receive_their_validated_config() -> None:
     assert isinstance(FULL.config("a"), JobConfig)
+
+
+def test_a_kind_that_cannot_interpret_sends_its_step_to_review() -> None:
+    # The one guard for every part of the runtime that delivers facts (consumer, timers,
+    # signals, polls): a plugin defect is never a silent success.
+    from weave_core.nodespec import Fact, FactKind, StepOutcome
+
+    plugins = [("test-kinds", kinds_module), ("broken", sys.modules[__name__])]
+    prog = compile(definition({"id": "s", "kind": "leafy"}), PluginHost.from_plugins(plugins))
+    result = prog.interpret("s", Fact(FactKind.TIMER))
+    assert (result.outcome, result.reason) == (StepOutcome.NEEDS_REVIEW, "kind_cannot_interpret")

@@ -37,7 +37,7 @@ from weave_core.locks import (
     lock_pending_advances,
     lock_waits,
 )
-from weave_core.nodespec import Fact, FactKind, StepOutcome, StepResult
+from weave_core.nodespec import Fact, FactKind, StepOutcome
 from weave_core.program import Program
 from weave_core.runtime.advance import advance_txn, to_review
 from weave_core.runtime.consumer import RETRY_DELAY
@@ -91,10 +91,7 @@ def _fire_timer(conn: Connection, engine: Engine, li: LockedInstance, history: H
     step = li.step(act.step_id)
     if step is None or step.activation_id != activation_id or step.phase is not Phase.ACTIVE:
         return
-    try:
-        result = program.interpret(act.step_id, Fact(FactKind.TIMER))
-    except NotImplementedError:  # a plugin defect: never a silent success
-        result = StepResult(StepOutcome.NEEDS_REVIEW, reason="kind_cannot_interpret")
+    result = program.interpret(act.step_id, Fact(FactKind.TIMER))
     phase = Phase.SUCCEEDED if result.outcome is StepOutcome.SUCCEEDED else Phase.NEEDS_REVIEW
     step.phase, step.version = phase, step.version + 1
     step.output = result.output if phase is Phase.SUCCEEDED else None

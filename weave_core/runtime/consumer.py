@@ -54,6 +54,7 @@ from weave_core.program import Program
 from weave_core.runtime.advance import advance_txn, set_status, to_review
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import (
+    PHASE_OF_OUTCOME,
     ActivationState,
     FailurePolicy,
     InstanceStatus,
@@ -254,23 +255,6 @@ def _classify(row: Row[Any], act: Row[Any], li: LockedInstance) -> Classificatio
 # --- interpreting -------------------------------------------------------------------
 
 
-def _interpret(program: Program, step_id: str, fact: Fact) -> StepResult:
-    """The kind's reading of the fact (the output contract is the kind's to check)."""
-    try:
-        return program.interpret(step_id, fact)
-    except NotImplementedError:
-        # A kind that cannot read facts is a plugin defect: never a silent success.
-        return StepResult(StepOutcome.NEEDS_REVIEW, reason="kind_cannot_interpret")
-
-
-_PHASE = {
-    StepOutcome.SUCCEEDED: Phase.SUCCEEDED,
-    StepOutcome.FAILED: Phase.FAILED,
-    StepOutcome.CANCELLED: Phase.CANCELLED,
-    StepOutcome.NEEDS_REVIEW: Phase.NEEDS_REVIEW,
-}
-
-
 def settle_cancelling(conn: Connection, li: LockedInstance, history: History,
                       program: Program, now: datetime) -> None:
     """CANCELLING ends only when every started step settled (R-8.3, R-8.4)."""
@@ -318,8 +302,8 @@ def _apply_result(
         payload=snap.get("result") if status == TaskStatus.SUCCEEDED else snap.get("error"),
         effect_unknown=bool(snap["effect_unknown"]),
     )
-    result = _interpret(program, act.step_id, fact)
-    phase = _PHASE.get(result.outcome)
+    result = program.interpret(act.step_id, fact)
+    phase = PHASE_OF_OUTCOME.get(result.outcome)
     if phase is None:  # CONTINUE is a poll's; a task result can never mean "keep waiting"
         phase, result = Phase.NEEDS_REVIEW, StepResult(
             StepOutcome.NEEDS_REVIEW, reason="unexpected_outcome")

@@ -12,6 +12,8 @@ from sqlalchemy.engine import RowMapping
 from weave_core import exactjson
 from weave_core.dispatch.model import new_id
 from weave_core.exactjson import JSON
+from weave_core.nodespec import StepOutcome
+from weave_core.snapshot import Phase
 
 _READ_MAX_DEPTH: Final = 512  # our own canonical text reads back at any depth we wrote
 
@@ -170,8 +172,18 @@ def iso(value: datetime | None) -> str | None:
     return None if value is None else _iso(value)
 
 
+PHASE_OF_OUTCOME: Final = {
+    StepOutcome.SUCCEEDED: Phase.SUCCEEDED,
+    StepOutcome.FAILED: Phase.FAILED,
+    StepOutcome.CANCELLED: Phase.CANCELLED,
+    StepOutcome.NEEDS_REVIEW: Phase.NEEDS_REVIEW,
+}
+"""The phase a step settles in for each outcome a kind may give (CONTINUE settles none)."""
+
+
 __all__ = [
     "MOVING",
+    "PHASE_OF_OUTCOME",
     "TERMINAL",
     "ActivationState",
     "FailurePolicy",

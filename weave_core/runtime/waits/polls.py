@@ -67,7 +67,6 @@ from weave_core.runtime.waits.records import (
     bump_wait_txn,
     finish_wait_rows_txn,
     insert_wait_txn,
-    interpret,
     is_current,
     record_loser,
     settle_step_txn,
@@ -258,7 +257,7 @@ def apply_round_result_txn(
     rnd = lock_poll_round(conn, row.source_task_id)
     accepted_at = row.created_at
     if wait is None or rnd is None or rnd.activation_id != act.activation_id:
-        result = interpret(program, act.step_id, Fact(FactKind.TASK_NEEDS_REVIEW))
+        result = program.interpret(act.step_id, Fact(FactKind.TASK_NEEDS_REVIEW))
         settle_step_txn(conn, engine, li, history, program, act, result, now=now,
                         fact_at=accepted_at, details={"fact": "poll_round_unknown"},
                         result_revision=int(row.source_revision))
@@ -284,7 +283,7 @@ def apply_round_result_txn(
                             result_revision=int(row.source_revision))
         return late.value
     fact = _fact(snap)
-    result = interpret(program, act.step_id, fact)
+    result = program.interpret(act.step_id, fact)
     r = weave_poll_rounds
     status_name = "PENDING" if result.outcome is StepOutcome.CONTINUE else result.outcome.value
     conn.execute(sa.update(r).where(r.c.id == rnd.id).values(
@@ -352,7 +351,7 @@ def _exhaust(conn: Connection, engine: Engine, li: LockedInstance, history: Hist
     from weave_core.runtime.waits.signals import lose_bound_txn
 
     finish_wait_rows_txn(conn, li.instance_id, act.activation_id, now)
-    result = interpret(program, act.step_id, Fact(FactKind.TIMEOUT))
+    result = program.interpret(act.step_id, Fact(FactKind.TIMEOUT))
     settle_step_txn(conn, engine, li, history, program, act, result, now=now, fact_at=fact_at,
                     details=details, result_revision=result_revision)
     lose_bound_txn(conn, history, wait, LoserClass.SIGNAL_AFTER_DEADLINE, now)

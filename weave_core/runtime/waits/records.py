@@ -20,10 +20,10 @@ from sqlalchemy.engine import Connection, Row
 from weave_core import exactjson
 from weave_core.engine import Engine
 from weave_core.exactjson import JSON
-from weave_core.nodespec import Fact, StepOutcome, StepResult
+from weave_core.nodespec import StepOutcome, StepResult
 from weave_core.program import Program
 from weave_core.runtime.history import History
-from weave_core.runtime.instances import InstanceStatus
+from weave_core.runtime.instances import PHASE_OF_OUTCOME, InstanceStatus
 from weave_core.runtime.pending import PendingKind, PendingState
 from weave_core.runtime.snapshot import LockedInstance
 from weave_core.schema import weave_activations, weave_pending_advances, weave_waits
@@ -150,21 +150,6 @@ def is_current(li: LockedInstance, act: Row[Any] | None, wait: Row[Any]) -> bool
             and step.phase is Phase.ACTIVE)
 
 
-def interpret(program: Program, step_id: str, fact: Fact) -> StepResult:
-    try:
-        return program.interpret(step_id, fact)
-    except NotImplementedError:  # a plugin defect: never a silent success
-        return StepResult(StepOutcome.NEEDS_REVIEW, reason="kind_cannot_interpret")
-
-
-_PHASE = {
-    StepOutcome.SUCCEEDED: Phase.SUCCEEDED,
-    StepOutcome.FAILED: Phase.FAILED,
-    StepOutcome.CANCELLED: Phase.CANCELLED,
-    StepOutcome.NEEDS_REVIEW: Phase.NEEDS_REVIEW,
-}
-
-
 def settle_step_txn(
     conn: Connection, engine: Engine, li: LockedInstance, history: History, program: Program,
     act: Row[Any], result: StepResult, *, now: datetime, fact_at: datetime,
@@ -178,7 +163,7 @@ def settle_step_txn(
     from weave_core.runtime.advance import advance_txn, to_review
     from weave_core.runtime.consumer import _fail_after_settled, settle_cancelling
 
-    phase = _PHASE.get(result.outcome)
+    phase = PHASE_OF_OUTCOME.get(result.outcome)
     if phase is None:  # CONTINUE never settles a step
         phase, result = Phase.NEEDS_REVIEW, StepResult(StepOutcome.NEEDS_REVIEW,
                                                        reason="unexpected_outcome")
@@ -221,7 +206,6 @@ __all__ = [
     "dumps",
     "finish_wait_rows_txn",
     "insert_wait_txn",
-    "interpret",
     "is_current",
     "record_loser",
     "settle_step_txn",

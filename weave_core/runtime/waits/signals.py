@@ -64,7 +64,6 @@ from weave_core.runtime.waits.records import (
     WaitState,
     Winner,
     finish_wait_rows_txn,
-    interpret,
     is_current,
     record_loser,
     settle_step_txn,
@@ -355,7 +354,7 @@ def consume_signal_txn(conn: Connection, engine: Engine, li: LockedInstance, his
     finish_wait_rows_txn(conn, wait.instance_id, wait.activation_id, now)
     payload = load_json(sig.payload)
     source = "receipt" if winner is Winner.RECEIPT else "task"
-    result = interpret(program, wait.step_id, Fact(FactKind.SIGNAL, payload=payload,
+    result = program.interpret(wait.step_id, Fact(FactKind.SIGNAL, payload=payload,
                                                    source=source))
     history.record("signal.consumed", step_id=wait.step_id, activation_id=wait.activation_id,
                    from_state=SignalState.ACCEPTED, to_state=SignalState.CONSUMED,

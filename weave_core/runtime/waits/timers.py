@@ -35,7 +35,6 @@ from weave_core.runtime.waits.records import (
     WaitState,
     Winner,
     finish_wait_rows_txn,
-    interpret,
     is_current,
     record_loser,
     settle_step_txn,
@@ -55,7 +54,7 @@ def timeout_txn(conn: Connection, engine: Engine, li: LockedInstance, history: H
     history.record("wait.timed_out", step_id=wait.step_id, activation_id=wait.activation_id,
                    from_state=WaitState.OPEN.value, to_state=WaitState.TIMED_OUT.value,
                    details={"deadline_at": iso(wait.deadline_at)})
-    result = interpret(program, wait.step_id, Fact(FactKind.TIMEOUT))
+    result = program.interpret(wait.step_id, Fact(FactKind.TIMEOUT))
     settle_step_txn(conn, engine, li, history, program, act, result, now=now,
                     fact_at=wait.deadline_at or now, details={"fact": "timeout"})
     lose_bound_txn(conn, history, wait, LoserClass.SIGNAL_AFTER_DEADLINE, now)
@@ -83,7 +82,7 @@ def timer_due_txn(conn: Connection, engine: Engine, li: LockedInstance, history:
     if wait.kind == WaitKind.TIMER.value:
         if settle_wait_txn(conn, wait, WaitState.SATISFIED, Winner.TIMER, now=now):
             # its only due row is this TIMER row, already marked done by the runner
-            result = interpret(program, wait.step_id, Fact(FactKind.TIMER))
+            result = program.interpret(wait.step_id, Fact(FactKind.TIMER))
             settle_step_txn(conn, engine, li, history, program, act, result, now=now,
                             fact_at=wait.due_at or now,
                             details={"fact": "timer", "due_at": iso(wait.due_at)})
