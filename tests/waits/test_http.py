@@ -12,7 +12,7 @@ from starlette.testclient import TestClient
 from tests.http.conftest import Tenant, client_for, new_tenant
 from tests.runtime.conftest import make_engine
 from tests.runtime.helpers import definition, publish, task
-from tests.waits.helpers import signal_step
+from tests.waits.helpers import poll_step, signal_step
 from weave_core import exactjson
 from weave_core.db import Database
 from weave_core.engine import Engine
@@ -107,3 +107,28 @@ def test_a_signal_to_an_open_wait_is_consumed_at_once(mysql_db: Database,
                           headers=tenant.headers(Permission.WORK),
                           json={"worker_id": "w", "handlers": [{"name": "after", "version": "1"}]})
     assert len(claimed.json()["tasks"]) == 1
+
+
+def test_limits_too_large_together_are_refused_at_publish_and_at_start(
+        mysql_db: Database, plugin_host: PluginHost) -> None:
+    engine = make_engine(mysql_db, plugin_host, limits=Limits(max_poll_attempts_total=10))
+    tenant = new_tenant(mysql_db)
+    client = client_for(engine)
+    base = f"/v1/namespaces/{tenant.namespace}"
+    too_many = definition("budget", [poll_step(rounds=5, attempts=3)])  # 15 attempts > 10
+    published = client.post(f"{base}/definitions", headers=tenant.headers(Permission.PUBLISH),
+                            json=too_many)
+    assert published.status_code == 422, published.text
+    assert published.headers["content-type"].startswith("application/problem+json")
+    assert ("$.steps[0]", "poll_budget_too_large") in {
+        (p["path"], p["code"]) for p in published.json()["problems"]}
+    # Each limit alone is fine, but the poll outlives the instance's own deadline.
+    publish(engine, tenant.namespace,
+            definition("long", [poll_step(deadline=7200)], deadline_seconds=3600))
+    started = client.post(f"{base}/workflows", headers=tenant.headers(Permission.START),
+                          json={"definition_id": "long", "input": {"job": "j"},
+                                "idempotency_key": secrets.token_hex(6)})
+    assert started.status_code == 422, started.text
+    assert [p["code"] for p in started.json()["problems"]] == ["wait_exceeds_deadline"]
+    listed = client.get(f"{base}/workflows", headers=tenant.headers(Permission.READ))
+    assert listed.status_code == 200 and listed.json()["items"] == []  # nothing was started
