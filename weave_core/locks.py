@@ -215,16 +215,25 @@ def lock_one(
     return rows[0] if rows else None
 
 
-def _lock_key(
+def _lock_keyed(
     conn: Connection, level: LockLevel, table: sa.Table, keys: dict[str, Any], *,
-    shared: bool = False,
-) -> Row[Any] | None:
-    """:func:`lock_one` by equality on columns, with a statement built once per shape
+    shared: bool = False, order_by: tuple[str, ...] = (),
+) -> Sequence[Row[Any]]:
+    """:func:`lock_rows` by equality on columns, with a statement built once per shape
     (:mod:`weave_core.statements`): the named locks below are the hot path's."""
     observer = conn.info.get(_OBSERVER_KEY)
     if observer is not None:
         observer(level, table.name, shared)
-    rows = select_keyed(conn, table, keys, lock="shared" if shared else "exclusive")
+    return select_keyed(conn, table, keys, lock="shared" if shared else "exclusive",
+                        order_by=order_by)
+
+
+def _lock_key(
+    conn: Connection, level: LockLevel, table: sa.Table, keys: dict[str, Any], *,
+    shared: bool = False,
+) -> Row[Any] | None:
+    """:func:`lock_one` by equality on columns (see :func:`_lock_keyed`)."""
+    rows = _lock_keyed(conn, level, table, keys, shared=shared)
     if len(rows) > 1:
         raise ValueError(f"lock_one matched {len(rows)} rows of {table.name}")
     return rows[0] if rows else None
@@ -414,11 +423,8 @@ def lock_steps_of(conn: Connection, instance_ids: Sequence[str]) -> Sequence[Row
 def lock_steps(conn: Connection, instance_id: str) -> Sequence[Row[Any]]:
     """Every saved step of the instance, exclusive, in step-id order (level 6; served by
     the primary key ``(instance_id, step_id)``)."""
-    observer = conn.info.get(_OBSERVER_KEY)
-    if observer is not None:
-        observer(LockLevel.RECORDS, weave_steps.name, False)
-    return select_keyed(conn, weave_steps, {"instance_id": instance_id}, lock="exclusive",
-                        order_by=("step_id",))
+    return _lock_keyed(conn, LockLevel.RECORDS, weave_steps, {"instance_id": instance_id},
+                       order_by=("step_id",))
 
 
 def lock_activation(conn: Connection, activation_id: str) -> Row[Any] | None:

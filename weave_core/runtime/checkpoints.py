@@ -46,6 +46,7 @@ from weave_core.runtime.instances import ActivationState, ReviewReason, new_oper
 from weave_core.runtime.pending import (
     DEADLINE_REF,
     ROOT_REF,
+    WAIT_KINDS,
     PendingKind,
     PendingState,
     finish_many_txn,
@@ -163,7 +164,7 @@ def _continue_txn(conn: Connection, engine: Engine, li: LockedInstance | None, p
             advance_txn(conn, engine, li, history, program, now=now)
     elif kind is PendingKind.ROOT and row.ref == DEADLINE_REF:
         advance_txn(conn, engine, li, history, program, now=now)
-    elif kind in (PendingKind.TIMER, PendingKind.POLL, PendingKind.SIGNAL):
+    elif kind in WAIT_KINDS:
         from weave_core.runtime.waits import wait_pending_txn
 
         if not wait_pending_txn(conn, engine, li, history, program, kind, row.ref, now) \
@@ -219,11 +220,6 @@ the commit and the chain locks, few enough that the locks of one namespace are n
 long (a batch of instances that use queues holds the namespace quota row throughout)."""
 
 
-_WAIT_KINDS = frozenset({PendingKind.TIMER.value, PendingKind.POLL.value,
-                         PendingKind.SIGNAL.value})
-"""Pending kinds whose ``ref`` is an activation with a wait record."""
-
-
 def _peek_many(conn: Connection, pending_ids: Sequence[int]) -> list[Any]:
     """The rows still PENDING with their instance's unlocked namespace, queues and status."""
     p, i = weave_pending_advances, weave_instances
@@ -269,7 +265,7 @@ def _run_batch_txn(conn: Connection, engine: Engine, batch: Sequence[Any]) -> li
     mine = [int(r.id) for r in batch if r.instance_id in chains]
     rows = {int(r.id): r for r in lock_pending_advances(conn, mine)} if mine else {}
     refs = [r.ref for r in rows.values()
-            if r.kind in _WAIT_KINDS and r.state == PendingState.PENDING.value]
+            if r.kind in WAIT_KINDS and r.state == PendingState.PENDING.value]
     activations = {a.activation_id: a for a in lock_activations(conn, refs)} if refs else {}
     waits = {w.activation_id: w for w in lock_waits(conn, refs)} if refs else {}
     previous = previous_times(conn, {iid: li.revision for iid, li in chains.items()})

@@ -27,6 +27,10 @@ class PendingKind(StrEnum):
     SIGNAL = "SIGNAL"
 
 
+WAIT_KINDS: Final = frozenset({PendingKind.TIMER, PendingKind.POLL, PendingKind.SIGNAL})
+"""Kinds whose ``ref`` is a waiting activation (its wait record decides what they mean)."""
+
+
 class PendingState(StrEnum):
     PENDING = "PENDING"
     DONE = "DONE"
@@ -161,6 +165,7 @@ __all__ = [
     "DEADLINE_REF",
     "FULL_BACKOFF_CAP_S",
     "ROOT_REF",
+    "WAIT_KINDS",
     "PendingKind",
     "PendingReason",
     "PendingState",

@@ -189,7 +189,7 @@ def peek_instance(conn: Connection, instance_id: str) -> Any:
     ).one_or_none()
 
 
-def _needs_capacity(peek: Any) -> bool:
+def _needs_capacity(status: str, queues: tuple[str, ...]) -> bool:
     """Does this instance take the quota and queue locks (R-6.2 levels 2 and 3)?
 
     Only a live instance whose pinned version uses a queue can create or settle a task: a
@@ -197,7 +197,7 @@ def _needs_capacity(peek: Any) -> bool:
     signals, branches only) never has any, so its advances do not serialise on the
     namespace's quota row.
     """
-    return InstanceStatus(peek.status) not in TERMINAL and bool(exactjson.loads(peek.queues))
+    return InstanceStatus(status) not in TERMINAL and bool(queues)
 
 
 def _locked(row: Any, gate: Any, ns: Any, queues: tuple[str, ...],
@@ -240,7 +240,7 @@ def lock_chain(
     if ns is None:
         return None
     queues = tuple(exactjson.loads(peek.queues))
-    if _needs_capacity(peek):
+    if _needs_capacity(peek.status, queues):
         lock_capacity_txn(conn, namespace, queues)
     row = lock_instance(conn, instance_id)
     if row is None or row.namespace != namespace:
@@ -279,10 +279,11 @@ def lock_chains(
     ns = lock_namespace_shared(conn, namespace)
     if ns is None:
         return Chains()
-    capacity = [p for p in live.values() if _needs_capacity(p)]
+    queues = {iid: tuple(exactjson.loads(p.queues)) for iid, p in live.items()}
+    capacity = {q for iid, p in live.items() if _needs_capacity(p.status, queues[iid])
+                for q in queues[iid]}
     if capacity:
-        lock_capacity_txn(conn, namespace,
-                          sorted({q for p in capacity for q in exactjson.loads(p.queues)}))
+        lock_capacity_txn(conn, namespace, sorted(capacity))
     found = lock_instances(conn, list(live), skip_locked=skip_busy)
     # Peeked rows exist (instances are never deleted): one not returned is held elsewhere.
     busy = set(live) - {r.instance_id for r in found} if skip_busy else set()
@@ -295,7 +296,7 @@ def lock_chains(
         steps[step.instance_id].append(step)
     return Chains({
         r.instance_id: _locked(r, gates.get(r.gate_id), ns,
-                               tuple(exactjson.loads(live[r.instance_id].queues)),
+                               queues[r.instance_id],
                                steps[r.instance_id])
         for r in rows
     }, busy)

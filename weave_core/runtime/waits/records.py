@@ -24,7 +24,7 @@ from weave_core.nodespec import StepOutcome, StepResult
 from weave_core.program import Program
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import PHASE_OF_OUTCOME, InstanceStatus
-from weave_core.runtime.pending import PendingKind, PendingState
+from weave_core.runtime.pending import WAIT_KINDS, PendingState
 from weave_core.runtime.snapshot import LockedInstance
 from weave_core.schema import weave_activations, weave_pending_advances, weave_waits
 from weave_core.snapshot import Phase
@@ -134,8 +134,7 @@ def finish_wait_rows_txn(conn: Connection, instance_id: str, activation_id: str,
     conn.execute(
         sa.update(p)
         .where(p.c.instance_id == instance_id, p.c.ref == activation_id,
-               p.c.kind.in_((PendingKind.TIMER.value, PendingKind.POLL.value,
-                             PendingKind.SIGNAL.value)),
+               p.c.kind.in_(sorted(WAIT_KINDS)),
                p.c.state == PendingState.PENDING.value)
         .values(state=PendingState.DONE.value, version=p.c.version + 1, updated_at=now)
     )
