@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict
 
+from tests.waits.helpers import poll_step
 from weave_core import exactjson
 from weave_core.definitions import PROBLEM_CODES, ValidatedDefinition, validate_definition
 from weave_core.errors import Problem, ValidationError
@@ -308,6 +309,14 @@ CASES: list[tuple[str, str, Any, Limits | None]] = [
         None,
     ),
     ("limit_exceeded", "$.limits.max_steps", definition(limits={"max_steps": 10**6}), None),
+    # wait durations (issue 6): a timer, a signal's timeout, a poll's deadline
+    ("limit_exceeded", "$.steps[0].seconds",
+     definition({"id": "t", "kind": "timer", "seconds": 10**9}), None),
+    ("limit_exceeded", "$.steps[0].timeout_seconds",
+     definition({"id": "s", "kind": "signal", "name": "go", "correlation_key": "k",
+                 "timeout_seconds": 10**9}), None),
+    ("limit_exceeded", "$.steps[0].deadline_seconds",
+     definition(poll_step(deadline=10**9, interval=30)), None),
 ]
 
 
