@@ -22,6 +22,7 @@ from weave_core.engine import Engine
 from weave_core.runtime.tick import TickLoop
 from weave_http.problems import EXCEPTION_HANDLERS, InternalErrorMiddleware
 from weave_http.routes import all_api_routes, starlette_routes
+from weave_http.ui import ui_mount
 
 
 def create_app(engine: Engine, *, tick: bool = False) -> Starlette:
@@ -45,7 +46,8 @@ def create_app(engine: Engine, *, tick: bool = False) -> Starlette:
                 await run_in_threadpool(loop.stop)
 
     app = Starlette(
-        routes=starlette_routes(all_api_routes(), engine),
+        # The web console (docs/console.md) is served beside the API by the same process.
+        routes=[*starlette_routes(all_api_routes(), engine), ui_mount(engine)],
         middleware=[Middleware(InternalErrorMiddleware)],
         exception_handlers=dict(EXCEPTION_HANDLERS),
         lifespan=lifespan,
