@@ -5,7 +5,8 @@ from the engine packages. Modules: ``definition`` (the builder), ``expressions``
 (references and conditions), ``validate`` (local checks), ``client`` (``Client``,
 ``AsyncClient``), ``models`` (typed answers), ``workflows`` (workflow handles, instance
 views and outcome errors), ``controls`` (pause, resume, cancel, review and recovery of an
-instance; also methods of the handles), ``errors``.
+instance; also methods of the handles), ``handlers`` (``@handler`` objects a worker runs
+and a definition names), ``worker`` (the ``Worker``), ``errors``.
 """
 
 from weave_sdk._json import JSONDecodeError, dumps, loads
@@ -82,6 +83,13 @@ from weave_sdk.expressions import (
     not_,
     ref,
 )
+from weave_sdk.handlers import (
+    HandlerDef,
+    NonRetryableError,
+    RetryableError,
+    TaskContext,
+    handler,
+)
 from weave_sdk.models import (
     DefinitionSummary,
     DefinitionVersion,
@@ -136,11 +144,13 @@ __all__ = [
     "DefinitionVersion",
     "FailurePolicy",
     "Handler",
+    "HandlerDef",
     "Health",
     "HistoryEvent",
     "HistoryPage",
     "InvalidResponseError",
     "JSONDecodeError",
+    "NonRetryableError",
     "NotFoundError",
     "ParallelStep",
     "PendingAdvance",
@@ -152,12 +162,14 @@ __all__ = [
     "Receipt",
     "Ref",
     "RetryPolicy",
+    "RetryableError",
     "ReviewResult",
     "ServerError",
     "SignalAcceptance",
     "SignalStep",
     "Step",
     "StepInfo",
+    "TaskContext",
     "TaskInfo",
     "TaskStep",
     "Timeouts",
@@ -190,6 +202,7 @@ __all__ = [
     "exists",
     "ge",
     "gt",
+    "handler",
     "in_",
     "le",
     "loads",

@@ -23,7 +23,6 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from weave_sdk._json import JSON, check_exact
-from weave_sdk.errors import DefinitionFormatError
 from weave_sdk.expressions import Condition, Ref, condition_json, ref, value_json
 
 if TYPE_CHECKING:
@@ -305,8 +304,9 @@ class TaskStep(Step):
     """``task``: run a handler on a worker once (with retries), save its output.
 
     :param id: step id, unique in the definition.
-    :param queue: the queue workers claim this task from.
-    :param handler: the handler and its version.
+    :param queue: the queue workers claim this task from (``None``: the workflow's).
+    :param handler: the handler and its version, or a ``@handler`` function (its return
+        model gives ``output_schema`` unless one is passed).
     :param input: the task input template: literals and ``Ref`` values, nested freely;
         ``None``: not set (the engine uses ``{}``).
     :param output_schema: JSON Schema the output must satisfy (checked on success).
@@ -319,7 +319,7 @@ class TaskStep(Step):
     kind: ClassVar[str] = "task"
     id: str
     _: KW_ONLY
-    queue: str
+    queue: str | None = None
     handler: Handler
     input: Any = None
     output_schema: Mapping[str, Any] | None = None
@@ -330,20 +330,26 @@ class TaskStep(Step):
 
     def __post_init__(self) -> None:
         self._check_id()
-        _str(self.queue, "queue")
+        if self.queue is not None:
+            _str(self.queue, "queue")
         object.__setattr__(self, "trace_key", value_json(self.trace_key, "trace_key"))
         object.__setattr__(self, "resource_key", value_json(self.resource_key, "resource_key"))
         if not isinstance(self.handler, Handler):
             raise TypeError("handler: expected a Handler(name, version)")
         object.__setattr__(self, "input", value_json(self.input, "input"))
-        object.__setattr__(self, "output_schema", _schema(self.output_schema, "output_schema"))
+        derive = getattr(self.handler, "output_schema", None)  # a @handler's return model
+        schema = self.output_schema if self.output_schema is not None or derive is None else (
+            derive())
+        object.__setattr__(self, "output_schema", _schema(schema, "output_schema"))
         if self.retry is not None and not isinstance(self.retry, RetryPolicy):
             raise TypeError("retry: expected a RetryPolicy")
         if self.timeouts is not None and not isinstance(self.timeouts, Timeouts):
             raise TypeError("timeouts: expected Timeouts")
 
     def _fields_json(self) -> dict[str, JSON]:
-        out: dict[str, JSON] = {"queue": self.queue, "handler": self.handler.to_json()}
+        out: dict[str, JSON] = {}
+        _put(out, "queue", self.queue)
+        out["handler"] = self.handler.to_json()
         _put(out, "input", self.input)
         _put(out, "output_schema", self.output_schema)
         _put(out, "retry", None if self.retry is None else self.retry.to_json())
@@ -410,7 +416,7 @@ class PollStep(Step):
     """``poll``: query an external operation in bounded rounds until it settles.
 
     :param id: step id.
-    :param queue: queue of the query tasks.
+    :param queue: queue of the query tasks (``None``: the workflow's).
     :param handler: the query handler (it must only read; a poll never re-submits).
     :param max_rounds: rounds at most (finite, positive).
     :param interval: pause after a round that is still pending (``interval_seconds``).
@@ -424,7 +430,7 @@ class PollStep(Step):
     kind: ClassVar[str] = "poll"
     id: str
     _: KW_ONLY
-    queue: str
+    queue: str | None = None
     handler: Handler
     max_rounds: int
     interval: Duration
@@ -436,7 +442,8 @@ class PollStep(Step):
 
     def __post_init__(self) -> None:
         self._check_id()
-        _str(self.queue, "queue")
+        if self.queue is not None:
+            _str(self.queue, "queue")
         if not isinstance(self.handler, Handler):
             raise TypeError("handler: expected a Handler(name, version)")
         object.__setattr__(self, "input", value_json(self.input, "input"))
@@ -450,7 +457,9 @@ class PollStep(Step):
             raise TypeError("receipt: expected a Receipt")
 
     def _fields_json(self) -> dict[str, JSON]:
-        out: dict[str, JSON] = {"queue": self.queue, "handler": self.handler.to_json()}
+        out: dict[str, JSON] = {}
+        _put(out, "queue", self.queue)
+        out["handler"] = self.handler.to_json()
         _put(out, "input", self.input)
         out["max_rounds"] = self.max_rounds
         out["interval_seconds"] = self.interval
@@ -592,6 +601,8 @@ class Workflow:
     :param deadline: instance deadline from start (``deadline_seconds``); ``None``: not set.
     :param limits: per-definition limits object, sent as is; ``None``: not set.
     :param steps: initial top-level steps; more can be added with the builder methods.
+    :param queue: the queue of every ``task`` and ``poll`` step that names none (the
+        document carries it on each step; the format has no default queue).
     """
 
     def __init__(
@@ -604,6 +615,7 @@ class Workflow:
         deadline: Duration | None = None,
         limits: Mapping[str, Any] | None = None,
         steps: Sequence[Step] = (),
+        queue: str | None = None,
     ) -> None:
         self.definition_id = _str(definition_id, "definition_id")
         self.version = _str(version, "version")
@@ -616,6 +628,7 @@ class Workflow:
         self.deadline = _seconds(deadline, "deadline")
         self.limits = _schema(limits, "limits")
         self.steps: list[Step] = list(_steps(steps, "steps"))
+        self.queue = _str(queue, "queue") if queue is not None else None
 
     # builder methods: each appends one top-level step and returns it
 
@@ -632,7 +645,7 @@ class Workflow:
         self,
         id: str,
         *,
-        queue: str,
+        queue: str | None = None,
         handler: Handler,
         input: Any = None,
         output_schema: Mapping[str, Any] | None = None,
@@ -682,7 +695,7 @@ class Workflow:
         self,
         id: str,
         *,
-        queue: str,
+        queue: str | None = None,
         handler: Handler,
         max_rounds: int,
         interval: Duration,
@@ -729,6 +742,10 @@ class Workflow:
         _put(out, "failure_policy", self.failure_policy)
         _put(out, "limits", self.limits)
         out["steps"] = [step.to_json() for step in self.steps]
+        if self.queue is not None:
+            from weave_sdk.contracts import fill_queue
+
+            fill_queue(out["steps"], self.queue)
         check_exact(out)
         return copy.deepcopy(out)  # callers may edit the document; the workflow stays as built
 
@@ -739,13 +756,16 @@ class Workflow:
         Third-party kinds become ``CustomStep``; unknown fields of built-in kinds and at the
         top level are refused, so ``from_json(d).to_json() == d`` for every accepted ``d``.
         """
-        return _read_workflow(document)
+        from weave_sdk._reader import read_workflow
+
+        return read_workflow(document)
 
     def validate(self) -> list[Problem]:
         """Check the structural rules locally (see ``weave_sdk.validate``)."""
+        from weave_sdk.contracts import check_handler_inputs
         from weave_sdk.validate import validate
 
-        return validate(self)
+        return validate(self) + check_handler_inputs(self)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Workflow) and self.to_json() == other.to_json()
@@ -761,214 +781,6 @@ class Workflow:
 
 Definition = Workflow
 """Another name for ``Workflow``, for code that speaks of published definitions."""
-
-
-# --- reading documents ---------------------------------------------------------------
-
-
-class _Fields:
-    """The fields of one JSON object being read; leftovers are unknown fields."""
-
-    def __init__(self, value: Any, path: str) -> None:
-        if not isinstance(value, Mapping):
-            raise DefinitionFormatError(path, "expected an object")
-        self.path = path
-        self.items: dict[str, Any] = dict(value)
-
-    def at(self, key: str) -> str:
-        return f"{self.path}.{key}"
-
-    def take(self, key: str, *, required: bool = True) -> Any:
-        if key not in self.items:
-            if required:
-                raise DefinitionFormatError(self.at(key), "required field is missing")
-            return None
-        return self.items.pop(key)
-
-    def text(self, key: str, *, required: bool = True) -> Any:
-        value = self.take(key, required=required)
-        if value is not None and not isinstance(value, str):
-            raise DefinitionFormatError(self.at(key), "expected a string")
-        return value
-
-    def done(self) -> None:
-        for key in self.items:
-            raise DefinitionFormatError(self.at(key), "unknown field")
-
-
-def _convert(path: str, build: Any, *args: Any, **kwargs: Any) -> Any:
-    try:
-        return build(*args, **kwargs)
-    except (TypeError, ValueError) as exc:
-        if isinstance(exc, DefinitionFormatError):
-            raise
-        raise DefinitionFormatError(path, str(exc)) from exc
-
-
-def _read_handler(value: Any, path: str) -> Handler:
-    f = _Fields(value, path)
-    name, version = f.text("name"), f.text("version")
-    idempotent = f.take("idempotent", required=False)
-    f.done()
-    return _convert(path, Handler, name, version, idempotent)  # type: ignore[no-any-return]  # _convert returns build's result
-
-
-def _read_optional(f: _Fields, key: str, build: Any, names: Sequence[tuple[str, str]]) -> Any:
-    value = f.take(key, required=False)
-    if value is None:
-        return None
-    sub = _Fields(value, f.at(key))
-    kwargs = {py: sub.take(js, required=False) for js, py in names}
-    sub.done()
-    return _convert(sub.path, build, **kwargs)
-
-
-def _read_steps(value: Any, path: str) -> list[Step]:
-    if not isinstance(value, list):
-        raise DefinitionFormatError(path, "expected a list of steps")
-    return [_read_step(item, f"{path}[{index}]") for index, item in enumerate(value)]
-
-
-def _read_step(value: Any, path: str) -> Step:
-    f = _Fields(value, path)
-    step_id, kind = f.text("id"), f.text("kind")
-    step: Step
-    if kind == "task":
-        step = _convert(
-            path,
-            TaskStep,
-            step_id,
-            queue=f.text("queue"),
-            handler=_read_handler(f.take("handler"), f.at("handler")),
-            input=f.take("input", required=False),
-            output_schema=f.take("output_schema", required=False),
-            retry=_read_optional(
-                f,
-                "retry",
-                RetryPolicy,
-                [
-                    ("max_attempts", "max_attempts"),
-                    ("backoff_seconds", "backoff"),
-                    ("backoff_multiplier", "backoff_multiplier"),
-                    ("max_backoff_seconds", "max_backoff"),
-                ],
-            ),
-            timeouts=_read_optional(
-                f,
-                "timeouts",
-                Timeouts,
-                [(n, n) for n in ("schedule_to_start", "start_to_close", "heartbeat")],
-            ),
-            trace_key=f.take("trace_key", required=False),
-            resource_key=f.take("resource_key", required=False),
-        )
-    elif kind == "signal":
-        step = _convert(
-            path,
-            SignalStep,
-            step_id,
-            name=f.text("name"),
-            correlation_key=f.take("correlation_key"),
-            param_version=f.text("param_version", required=False),
-            timeout=f.take("timeout_seconds", required=False),
-        )
-    elif kind == "timer":
-        step = _convert(path, TimerStep, step_id, duration=f.take("seconds"))
-    elif kind == "poll":
-        classify = _Fields(f.take("classify"), f.at("classify"))
-        classify_args = [classify.take(k) for k in ("field", "pending", "succeeded", "failed")]
-        classify_args.append(classify.take("needs_review", required=False))
-        classify.done()
-        receipt = f.take("receipt", required=False)
-        receipt_obj = None
-        if receipt is not None:
-            r = _Fields(receipt, f.at("receipt"))
-            receipt_obj = _convert(
-                r.path,
-                Receipt,
-                r.text("name"),
-                r.take("correlation_key"),
-                r.text("param_version", required=False),
-            )
-            r.done()
-        step = _convert(
-            path,
-            PollStep,
-            step_id,
-            queue=f.text("queue"),
-            handler=_read_handler(f.take("handler"), f.at("handler")),
-            input=f.take("input", required=False),
-            max_rounds=f.take("max_rounds"),
-            interval=f.take("interval_seconds"),
-            deadline=f.take("deadline_seconds"),
-            attempts_per_round=f.take("attempts_per_round", required=False),
-            classify=_convert(classify.path, Classify, *classify_args),
-            receipt=receipt_obj,
-        )
-    elif kind == "branch":
-        cases_path = f.at("cases")
-        raw_cases = f.take("cases")
-        if not isinstance(raw_cases, list):
-            raise DefinitionFormatError(cases_path, "expected a list of cases")
-        cases: list[Case | Default] = []
-        for index, raw in enumerate(raw_cases):
-            c = _Fields(raw, f"{cases_path}[{index}]")
-            if "default" in c.items:
-                if c.take("default") is not True:
-                    raise DefinitionFormatError(c.at("default"), "must be true")
-                cases.append(Default(_read_steps(c.take("steps"), c.at("steps"))))
-            else:
-                when = c.take("when")
-                steps = _read_steps(c.take("steps"), c.at("steps"))
-                cases.append(Case(_read_condition(when, c.at("when")), steps))
-            c.done()
-        step = BranchStep(step_id, cases)
-    elif kind == "parallel":
-        raw_branches = f.take("branches")
-        if not isinstance(raw_branches, Mapping):
-            raise DefinitionFormatError(f.at("branches"), "expected an object of step lists")
-        step = ParallelStep(
-            step_id,
-            {
-                name: _read_steps(steps, f"{f.at('branches')}.{name}")
-                for name, steps in raw_branches.items()
-            },
-        )
-    else:
-        config, f.items = f.items, {}
-        step = _convert(path, CustomStep, step_id, kind, config)
-    f.done()
-    return step
-
-
-def _read_condition(value: Any, path: str) -> Condition | bool:
-    if isinstance(value, bool):
-        return value
-    _convert(path, check_exact, value, path)
-    return Condition(value)
-
-
-def _read_workflow(document: Mapping[str, Any]) -> Workflow:
-    f = _Fields(document, "$")
-    schema_version = f.take("schema_version")
-    if schema_version != SCHEMA_VERSION or isinstance(schema_version, bool):
-        raise DefinitionFormatError(
-            "$.schema_version", f"this SDK reads schema_version {SCHEMA_VERSION}"
-        )
-    workflow = _convert(
-        "$",
-        Workflow,
-        f.text("definition_id"),
-        version=f.text("version"),
-        input_schema=f.take("input_schema", required=False),
-        failure_policy=f.text("failure_policy", required=False),
-        deadline=f.take("deadline_seconds", required=False),
-        limits=f.take("limits", required=False),
-        steps=_read_steps(f.take("steps"), "$.steps"),
-    )
-    f.done()
-    assert isinstance(workflow, Workflow)
-    return workflow
 
 
 __all__ = [
