@@ -218,6 +218,8 @@ class _Call(Generic[T]):
     path: str
     read: Callable[[httpx.Response], T]
     content: bytes | None = None
+    timeout: float | None = None
+    """Seconds for this call's reads (a long poll), instead of the client's timeout."""
 
 
 def _segment(value: str, what: str) -> str:
@@ -413,7 +415,8 @@ class Client:
     def _run(self, call: _Call[T]) -> T:
         try:
             response = self._http.request(
-                call.method, call.path, content=call.content, headers=_request_headers(call)
+                call.method, call.path, content=call.content, headers=_request_headers(call),
+                timeout=httpx.USE_CLIENT_DEFAULT if call.timeout is None else call.timeout,
             )
         except httpx.TransportError as exc:
             raise WeaveConnectionError(
@@ -604,7 +607,8 @@ class AsyncClient:
     async def _run(self, call: _Call[T]) -> T:
         try:
             response = await self._http.request(
-                call.method, call.path, content=call.content, headers=_request_headers(call)
+                call.method, call.path, content=call.content, headers=_request_headers(call),
+                timeout=httpx.USE_CLIENT_DEFAULT if call.timeout is None else call.timeout,
             )
         except httpx.TransportError as exc:
             raise WeaveConnectionError(

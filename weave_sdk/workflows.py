@@ -15,16 +15,21 @@ Unknown members are ignored, so a newer server may add fields.
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel, ConfigDict
 
-from weave_sdk.errors import WeaveSDKError
+from weave_sdk.outcomes import (
+    WorkflowCancelledError,
+    WorkflowError,
+    WorkflowFailedError,
+    WorkflowNeedsReviewError,
+    WorkflowTimeoutError,
+)
+from weave_sdk.results import Clock, wait_for_result, wait_for_result_async
+from weave_sdk.views import OperationInfo, PollRoundInfo, SignalInfo, WaitInfo, WorkflowStatus
 
 if TYPE_CHECKING:  # the clients import this module; a runtime import would be circular
     from weave_sdk.client import AsyncClient, Client
@@ -35,28 +40,6 @@ DEFAULT_POLL_INITIAL: Final = 0.01
 """Seconds ``result()`` waits after its first read before reading again."""
 DEFAULT_POLL_MAX: Final = 1.0
 """The longest interval ``result()`` lets its polling grow to (it grows by half per read)."""
-
-
-class WorkflowStatus(StrEnum):
-    """Where an instance is (DESIGN.md R-3.4); ``paused`` is a separate flag."""
-
-    RUNNING = "RUNNING"
-    WAITING = "WAITING"
-    CANCELLING = "CANCELLING"
-    NEEDS_REVIEW = "NEEDS_REVIEW"
-    SUCCEEDED = "SUCCEEDED"
-    FAILED = "FAILED"
-    CANCELLED = "CANCELLED"
-
-    @property
-    def terminal(self) -> bool:
-        """``True`` for ``SUCCEEDED``, ``FAILED`` and ``CANCELLED``: they never move again."""
-        return self in _TERMINAL
-
-
-_TERMINAL: Final = frozenset(
-    {WorkflowStatus.SUCCEEDED, WorkflowStatus.FAILED, WorkflowStatus.CANCELLED}
-)
 
 
 class _Model(BaseModel):
@@ -178,10 +161,16 @@ class WorkflowDescription(WorkflowExecution):
     activations: list[ActivationInfo] = []
     tasks: list[TaskInfo] = []
     pending: list[PendingAdvance] = []
-    operations: list[dict[str, Any]] = []
+    operations: list[OperationInfo] = []
     """Control and review operations, oldest first: ``operation_id``, ``kind`` (``pause``,
     ``resume``, ``cancel``, ``review.conclude``, ...), ``actor`` (the operator), ``reason``,
     ``step_id``, ``activation_id``, ``new_activation_id``, ``conclusion``, ``evidence``."""
+    signals: list[SignalInfo] = []
+    """Accepted signals in acceptance order, with their state and the wait they matched."""
+    waits: list[WaitInfo] = []
+    """Wait records of signal, timer and poll activations (open and ended)."""
+    poll_rounds: list[PollRoundInfo] = []
+    """Every poll round: its task, the status read and its classification."""
     cancel_requested: bool = False
     """A cancel was accepted (the instance may only end ``CANCELLED``)."""
     review: dict[str, Any] | None = None
@@ -239,101 +228,6 @@ class HistoryPage(_Model):
 
     items: list[HistoryEvent]
     next_cursor: int | None = None
-
-
-# --- outcomes --------------------------------------------------------------------------
-
-
-class WorkflowError(WeaveSDKError):
-    """``result()`` did not end in ``SUCCEEDED``; ``workflow`` is the last view read.
-
-    :param workflow: the instance as last read (status, review reason, steps, tasks...).
-    """
-
-    def __init__(self, message: str, workflow: WorkflowDescription) -> None:
-        super().__init__(message)
-        self.workflow = workflow
-
-    @property
-    def workflow_id(self) -> str:
-        return self.workflow.workflow_id
-
-    @property
-    def status(self) -> WorkflowStatus:
-        return self.workflow.status
-
-
-class WorkflowFailedError(WorkflowError):
-    """The instance ended ``FAILED`` (failure policy ``FAIL_AFTER_SETTLED``)."""
-
-
-class WorkflowCancelledError(WorkflowError):
-    """The instance ended ``CANCELLED``."""
-
-
-class WorkflowNeedsReviewError(WorkflowError):
-    """The instance is in ``NEEDS_REVIEW``: it moves again only after a reviewer acts."""
-
-    @property
-    def review_reason(self) -> str | None:
-        return self.workflow.review_reason
-
-
-class WorkflowTimeoutError(WorkflowError, TimeoutError):
-    """``result(timeout=...)`` ran out of time; the instance may still finish later.
-
-    :param timeout: the seconds waited.
-    """
-
-    def __init__(self, message: str, workflow: WorkflowDescription, timeout: float) -> None:
-        super().__init__(message, workflow)
-        self.timeout = timeout
-
-
-_UNSUCCESSFUL: Final[dict[WorkflowStatus, type[WorkflowError]]] = {
-    WorkflowStatus.FAILED: WorkflowFailedError,
-    WorkflowStatus.CANCELLED: WorkflowCancelledError,
-    WorkflowStatus.NEEDS_REVIEW: WorkflowNeedsReviewError,
-}
-
-
-def _settled(view: WorkflowDescription) -> bool:
-    """Whether ``result()`` stops at ``view``; raises the outcome error when unsuccessful."""
-    if view.status is WorkflowStatus.SUCCEEDED:
-        return True
-    error = _UNSUCCESSFUL.get(view.status)
-    if error is not None:
-        reason = f" ({view.review_reason})" if view.review_reason else ""
-        raise error(f"workflow {view.workflow_id} is {view.status.value}{reason}", view)
-    return False
-
-
-class _Poll:
-    """The timing of ``result()``: a deadline and an interval growing by half to a cap."""
-
-    def __init__(self, timeout: float | None, initial: float, maximum: float) -> None:
-        if timeout is not None and timeout < 0:
-            raise ValueError("timeout must be >= 0 (or None to wait for ever)")
-        if initial <= 0 or maximum < initial:
-            raise ValueError("need 0 < poll_initial <= poll_max")
-        self.timeout = timeout
-        self.deadline = None if timeout is None else time.monotonic() + timeout
-        self.delay = initial
-        self.maximum = maximum
-
-    def next_sleep(self, view: WorkflowDescription) -> float:
-        """Seconds to sleep before the next read; raises the timeout error when none is left."""
-        sleep = self.delay
-        self.delay = min(self.delay * 1.5, self.maximum)
-        if self.deadline is not None:
-            left = self.deadline - time.monotonic()
-            if left <= 0:
-                assert self.timeout is not None
-                raise WorkflowTimeoutError(
-                    f"workflow {view.workflow_id} is still {view.status.value} after "
-                    f"{self.timeout:g} s", view, self.timeout)
-            sleep = min(sleep, left)
-        return sleep
 
 
 # --- handles ---------------------------------------------------------------------------
@@ -467,8 +361,11 @@ class WorkflowHandle:
     ) -> Any:
         """Wait until the instance settles and return its output.
 
-        Reads ``describe()`` at once, then again after ``poll_initial`` seconds, the
-        interval growing by half per read up to ``poll_max``.
+        Long-polls ``GET .../workflows/{id}/result`` (at most 30 s per request), which
+        answers as soon as the instance is done; an unsuccessful end reads ``describe()``
+        once for the error. Against a server without that route it reads ``describe()``
+        at once, then after ``poll_initial`` seconds, the interval growing by half per read
+        up to ``poll_max``.
 
         :param timeout: seconds to wait; ``None`` waits for ever.
         :raises WorkflowFailedError: the instance ended ``FAILED``.
@@ -476,14 +373,10 @@ class WorkflowHandle:
         :raises WorkflowNeedsReviewError: the instance is in ``NEEDS_REVIEW``.
         :raises WorkflowTimeoutError: still running after ``timeout`` seconds.
 
-        Each error carries the last view read as ``.workflow``.
+        Each error carries the last view read as ``.workflow`` and says why: ``step_id``,
+        ``handler``, ``attempts_used``, ``error_type``, ``error_message``, ``review_reason``.
         """
-        poll = _Poll(timeout, poll_initial, poll_max)
-        while True:
-            view = self.describe()
-            if _settled(view):
-                return view.output
-            time.sleep(poll.next_sleep(view))
+        return wait_for_result(self, Clock(timeout, poll_initial, poll_max))
 
 
 class AsyncWorkflowHandle:
@@ -603,15 +496,7 @@ class AsyncWorkflowHandle:
         poll_max: float = DEFAULT_POLL_MAX,
     ) -> Any:
         """See :meth:`WorkflowHandle.result`."""
-        return await _wait(self.describe, _Poll(timeout, poll_initial, poll_max))
-
-
-async def _wait(read: Callable[[], Awaitable[WorkflowDescription]], poll: _Poll) -> Any:
-    while True:
-        view = await read()
-        if _settled(view):
-            return view.output
-        await asyncio.sleep(poll.next_sleep(view))
+        return await wait_for_result_async(self, Clock(timeout, poll_initial, poll_max))
 
 
 __all__ = [
@@ -622,9 +507,13 @@ __all__ = [
     "AuditInfo",
     "HistoryEvent",
     "HistoryPage",
+    "OperationInfo",
     "PendingAdvance",
+    "PollRoundInfo",
+    "SignalInfo",
     "StepInfo",
     "TaskInfo",
+    "WaitInfo",
     "WorkflowCancelledError",
     "WorkflowDescription",
     "WorkflowError",

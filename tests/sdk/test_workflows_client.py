@@ -88,6 +88,11 @@ def problem(status: int, code: str, **extra: Any) -> httpx.Response:
                           headers={"content-type": "application/problem+json"})
 
 
+def old_server() -> httpx.Response:
+    """How a server without ``GET …/result`` answers it: ``result()`` falls back to polling."""
+    return problem(404, "route_not_found")
+
+
 def client(handler: Handler) -> Client:
     return Client("http://weave.test", "tok", "ns", transport=httpx.MockTransport(handler))
 
@@ -254,6 +259,8 @@ def sequence_of(*statuses: str, output: Any = None, reason: str | None = None) -
     answers = iter(statuses)
 
     def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/result"):
+            return old_server()
         status = next(answers)
         return answer(200, detail(status=status, output=output if status == "SUCCEEDED" else None,
                                   review_reason=reason))
@@ -289,6 +296,8 @@ def test_result_times_out_with_the_last_view() -> None:
     reads = [0]
 
     def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/result"):
+            return old_server()
         reads[0] += 1
         return answer(200, detail())
 
@@ -318,6 +327,8 @@ def test_async_client_start_list_history_and_result() -> None:
             return answer(201, INSTANCE)
         if path.endswith("/history"):
             return answer(200, {"items": [event(1)], "next_cursor": None})
+        if path.endswith("/result"):
+            return problem(405, "method_not_allowed")  # another kind of older server
         if path.endswith("/workflows"):
             cursor = query(request).get("cursor")
             ids = ["wf_2"] if cursor else ["wf_1"]
@@ -344,7 +355,8 @@ def test_async_result_errors() -> None:
             with pytest.raises(WorkflowNeedsReviewError) as raised:
                 await c.get_workflow_handle("wf_1").result()
             assert raised.value.review_reason == "effect_unknown"
-        async with async_client(lambda request: answer(200, detail())) as c:
+        async with async_client(lambda request: old_server() if request.url.path.endswith(
+                "/result") else answer(200, detail())) as c:
             with pytest.raises(WorkflowTimeoutError):
                 await c.get_workflow_handle("wf_1").result(timeout=0.02, poll_initial=0.005)
 
