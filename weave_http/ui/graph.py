@@ -16,8 +16,8 @@ from markupsafe import Markup, escape
 
 from weave_core import exactjson
 
-NODE_W: Final = 210
-NODE_H: Final = 50
+NODE_W: Final = 220
+NODE_H: Final = 62
 GAP_Y: Final = 30
 GAP_X: Final = 26
 LABEL_H: Final = 22
@@ -102,10 +102,12 @@ class _Graph:
             body = (
                 f"<title>{escape(label)}</title>"
                 + self._shape(kind, x, y, NODE_W, NODE_H)
-                + f'<text class="id" x="{x + NODE_W / 2}" y="{y + 20}">'
+                + f'<text class="id" x="{x + NODE_W / 2}" y="{y + 19}">'
                 f"{escape(_clip(step_id))}</text>"
-                f'<text class="sub" x="{x + NODE_W / 2}" y="{y + 38}">'
-                f"{escape(_clip(subtitle, 32))} · {escape(phase)}</text>"
+                f'<text class="sub" x="{x + NODE_W / 2}" y="{y + 35}">'
+                f"{escape(_clip(subtitle, 34))}</text>"
+                f'<text class="phase" x="{x + NODE_W / 2}" y="{y + 51}">'
+                f"{escape(phase.replace('_', ' ').lower())}</text>"
             )
             if self.href is None:
                 out.append(f'<g class="{classes}" data-step="{escape(step_id)}">{body}</g>')
@@ -178,7 +180,7 @@ class _Graph:
         if kind == "branch" and isinstance(step.get("cases"), Sequence):
             state = self.states.get(str(step.get("id")))
             decision = state.decision if state is not None else None
-            chosen = decision.get("case") if isinstance(decision, Mapping) else None
+            chosen = _chosen_case(decision)
             cols = []
             for index, case in enumerate(step["cases"]):
                 if not isinstance(case, Mapping):
@@ -194,6 +196,21 @@ class _Graph:
             return self.columns(step, [(f"branch {name}", False, branches[name] or [])
                                        for name in sorted(branches)])
         return self.node(step)
+
+
+def _chosen_case(decision: Any) -> int | None:
+    """The case a saved branch decision entered: ``{"blocks": ["case1"], "value":
+    {"case": 1}}`` as the kernel saves it (or the kind's bare ``{"case": 1}``)."""
+    if not isinstance(decision, Mapping):
+        return None
+    blocks = decision.get("blocks")
+    if isinstance(blocks, Sequence) and not isinstance(blocks, str):
+        for name in blocks:
+            if isinstance(name, str) and name.startswith("case") and name[4:].isdigit():
+                return int(name[4:])
+    value = decision.get("value", decision)
+    case = value.get("case") if isinstance(value, Mapping) else None
+    return case if isinstance(case, int) and not isinstance(case, bool) else None
 
 
 def render_graph(document: Any, states: Mapping[str, StepState], *, href: Href = None,
