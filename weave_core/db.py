@@ -110,6 +110,12 @@ def _retry_reason(exc: BaseException) -> str | None:
     return None
 
 
+def reruns_transaction(exc: BaseException) -> bool:
+    """Does ``exc`` end the whole transaction, so that it must be re-run (never carried on
+    past, e.g. after rolling back to a savepoint)?"""
+    return _retry_reason(exc) is not None
+
+
 def _backoff(attempt: int) -> float:
     """Jittered exponential delay before attempt ``attempt + 1`` (seconds)."""
     ceiling: float = min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2 ** (attempt - 1))
@@ -337,6 +343,12 @@ class Database:
         Read the time back from a row with :meth:`now_of`."""
         return stmt.add_columns(*self._now_columns)
 
+    @property
+    def now_columns(self) -> tuple[sa.ColumnElement[Any], ...]:
+        """The two columns :meth:`with_now` adds, for a statement built elsewhere (read the
+        time back with :meth:`now_of`; they must be the statement's last two)."""
+        return tuple(self._now_columns)
+
     @staticmethod
     def now_of(row: Any) -> datetime:
         """Database time (as :meth:`now`) from a row of a :meth:`with_now` statement."""
@@ -391,6 +403,7 @@ __all__ = [
     "Dialect",
     "default_database_url",
     "mysql_error_code",
+    "reruns_transaction",
     "savepoint",
     "set_clock_offset",
 ]

@@ -12,6 +12,7 @@ import socket
 from dataclasses import dataclass, field
 
 from weave_core.db import Database
+from weave_core.identity import TokenCache
 from weave_core.limits import Limits
 from weave_core.plugins import PluginHost
 
@@ -30,6 +31,8 @@ class Engine:
     plugins: PluginHost
     limits: Limits = field(default_factory=Limits)
     node_id: str = field(default_factory=new_node_id)
+    tokens: TokenCache = field(default_factory=TokenCache)
+    """Tokens this process checked in the last second (``identity.TokenCache``)."""
 
     @property
     def actor(self) -> str:

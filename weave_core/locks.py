@@ -61,6 +61,7 @@ from weave_core.schema import (
     weave_queues,
     weave_signals,
     weave_steps,
+    weave_task_attempts,
     weave_tasks,
     weave_waits,
 )
@@ -284,6 +285,35 @@ def lock_namespace_quota(conn: Connection, namespace: str) -> Row[Any] | None:
                      {"namespace": namespace})
 
 
+def try_lock_namespace_quota(conn: Connection, namespace: str) -> Row[Any] | None:
+    """The quota row, exclusive, only if no other transaction holds it (``SKIP LOCKED``).
+
+    The one lock allowed out of order: a step transaction that settled a task without the
+    capacity locks gives its unit back at its end (``dispatch.queues.CapacityLedger``).
+    A lock that never waits cannot close a deadlock cycle, so it is not reported to a lock
+    observer; None (held elsewhere) makes the caller re-run in order.
+    """
+    q = weave_namespace_quotas
+    rows = _skip_locked(conn, q, q.c.namespace == namespace, (q.c.namespace,))
+    return rows[0] if rows else None
+
+
+def try_lock_queues(conn: Connection, namespace: str, names: Sequence[str]) -> list[Row[Any]]:
+    """The queue rows named that no other transaction holds (see
+    :func:`try_lock_namespace_quota`); the caller compares the count."""
+    q = weave_queues
+    return list(_skip_locked(conn, q, (q.c.namespace == namespace)
+                             & q.c.name.in_(sorted(set(names))), (q.c.name,)))
+
+
+def _skip_locked(conn: Connection, table: sa.Table, where: sa.ColumnElement[bool],
+                 order_by: tuple[sa.ColumnElement[Any], ...]) -> Sequence[Row[Any]]:
+    stmt = sa.select(*order_by).where(where).order_by(*order_by)
+    if conn.dialect.name != "sqlite":  # SQLite: BEGIN IMMEDIATE holds the write lock
+        stmt = stmt.with_for_update(skip_locked=True)
+    return conn.execute(stmt).all()
+
+
 # --- 3. queues -------------------------------------------------------------------------
 
 
@@ -319,6 +349,36 @@ def lock_task(conn: Connection, task_id: str) -> Row[Any] | None:
     """One dispatch task, exclusive. Taken after quota and queue (and the runtime's
     instance, gate and activation): a task lock is always the last in the chain."""
     return _lock_key(conn, LockLevel.RECORDS, weave_tasks, {"task_id": task_id})
+
+
+_TASK_FENCED: dict[str, sa.Select[Any]] = {}
+
+
+def lock_task_fenced(conn: Connection, task_id: str, attempt_id: str,
+                     now_columns: Sequence[sa.ColumnElement[Any]]) -> Row[Any] | None:
+    """The task, exclusive, with the fencing columns of one of its attempts
+    (``attempt_found``, ``attempt_report_hash``, ``attempt_finished_at``,
+    ``attempt_close_by``; NULL when it is not this task's) and ``now_columns`` (database
+    time) in one statement: a step transaction's task lock, taken after its chain."""
+    observer = conn.info.get(_OBSERVER_KEY)
+    if observer is not None:
+        observer(LockLevel.RECORDS, weave_tasks.name, False)
+    stmt = _TASK_FENCED.get(conn.dialect.name)
+    if stmt is None:
+        t, a = weave_tasks, weave_task_attempts
+        stmt = (
+            sa.select(t, a.c.attempt_id.label("attempt_found"),
+                      a.c.report_hash.label("attempt_report_hash"),
+                      a.c.finished_at.label("attempt_finished_at"),
+                      a.c.close_by.label("attempt_close_by"), *now_columns)
+            .select_from(t.outerjoin(a, (a.c.attempt_id == sa.bindparam("attempt"))
+                                     & (a.c.task_id == t.c.task_id)))
+            .where(t.c.task_id == sa.bindparam("task"))
+        )
+        if conn.dialect.name != "sqlite":
+            stmt = stmt.with_for_update()  # the attempt row too (MariaDB has no OF)
+        _TASK_FENCED[conn.dialect.name] = stmt
+    return conn.execute(stmt, {"task": task_id, "attempt": attempt_id}).one_or_none()
 
 
 CLAIM_COLUMNS: Final = (
@@ -546,7 +606,10 @@ __all__ = [
     "lock_steps",
     "lock_steps_of",
     "lock_task",
+    "lock_task_fenced",
     "observing_locks",
+    "try_lock_namespace_quota",
+    "try_lock_queues",
 ]
 
 __all__ += [

@@ -13,7 +13,8 @@ The caches only grow by shape, never by value: a handful of entries per call sit
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -128,4 +129,48 @@ class RowChanges:
         self._inserts, self._updates = {}, {}
 
 
-__all__ = ["LockMode", "RowChanges", "select_keyed", "update_keyed", "update_many_keyed"]
+_APPEND_KEY = "weave_appended_rows"
+
+
+def append_row(conn: Connection, table: sa.Table, row: dict[str, Any]) -> None:
+    """Insert a row of an append-only table (status events) that nothing reads back in the
+    same transaction: at once, or inside an :func:`appending` block at its end, together
+    with the block's other rows of that table."""
+    pending: dict[str, tuple[sa.Table, list[dict[str, Any]]]] | None = \
+        conn.info.get(_APPEND_KEY)
+    if pending is None:
+        conn.execute(sa.insert(table), row)
+    else:
+        pending.setdefault(table.name, (table, []))[1].append(row)
+
+
+def take_appended(conn: Connection, table: sa.Table) -> list[dict[str, Any]]:
+    """The rows of ``table`` an :func:`appending` block holds so far, taken out of it: a
+    caller that inserts rows of that table anyway writes them with its own statement."""
+    pending: dict[str, tuple[sa.Table, list[dict[str, Any]]]] | None = \
+        conn.info.get(_APPEND_KEY)
+    if not pending or table.name not in pending:
+        return []
+    return pending.pop(table.name)[1]
+
+
+@contextmanager
+def appending(conn: Connection) -> Iterator[None]:
+    """Collect :func:`append_row` rows for the block and insert them when it ends without
+    an exception: one multi-row INSERT per table (a step transaction writes three task
+    events with one statement). On an exception nothing is written (the transaction is
+    rolling back anyway)."""
+    pending: dict[str, tuple[sa.Table, list[dict[str, Any]]]] = {}
+    conn.info[_APPEND_KEY] = pending
+    try:
+        yield
+    finally:
+        conn.info.pop(_APPEND_KEY, None)
+    for table, rows in pending.values():
+        conn.execute(sa.insert(table), rows)
+
+
+__all__ = [
+    "LockMode", "RowChanges", "append_row", "appending", "select_keyed", "take_appended",
+    "update_keyed", "update_many_keyed",
+]

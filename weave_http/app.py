@@ -25,12 +25,13 @@ from weave_http.routes import all_api_routes, starlette_routes
 from weave_http.ui import ui_mount
 
 
-def create_app(engine: Engine, *, tick: bool = False) -> Starlette:
+def create_app(engine: Engine, *, tick: bool = False, owns_engine: bool = False) -> Starlette:
     """The Weave API application serving ``engine``.
 
     ``tick=True`` runs the runtime's tick loop (R-6.1) on a background thread for the
     application's lifetime (started and stopped by the ASGI lifespan; ``weave serve``
-    turns it on unless ``--no-tick``).
+    turns it on unless ``--no-tick``). ``owns_engine=True`` closes the engine when the
+    application stops (a ``weave serve --workers`` process).
     """
 
     @asynccontextmanager
@@ -44,6 +45,8 @@ def create_app(engine: Engine, *, tick: bool = False) -> Starlette:
             if loop is not None:
                 # Joining waits for the candidate in hand: keep the event loop free meanwhile.
                 await run_in_threadpool(loop.stop)
+            if owns_engine:
+                engine.close()
 
     app = Starlette(
         # The web console (docs/console.md) is served beside the API by the same process.

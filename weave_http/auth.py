@@ -49,7 +49,11 @@ def bearer_token(request: Request) -> str:
 async def authenticate_request(request: Request, engine: Engine) -> Principal:
     """Who is calling (401 when the token is missing, malformed, unknown or revoked)."""
     token = bearer_token(request)
-    return await run_in_threadpool(authenticate, engine.db, token)
+    principal = engine.tokens.get(token)  # checked in the last second: no round trip
+    if principal is None:
+        principal = await run_in_threadpool(authenticate, engine.db, token)
+        engine.tokens.put(token, principal)
+    return principal
 
 
 async def require_permission(

@@ -344,6 +344,22 @@ class WorkflowModel(ApiModel):
     settled_at: str | None
 
 
+class WorkflowResult(ApiModel):
+    """An instance's outcome (the long poll of ``GET …/result``): ``done`` once it is
+    SUCCEEDED, FAILED, CANCELLED or NEEDS_REVIEW."""
+
+    workflow_id: str
+    status: Literal["RUNNING", "WAITING", "CANCELLING", "NEEDS_REVIEW", "SUCCEEDED",
+                    "FAILED", "CANCELLED"]
+    done: bool
+    paused: bool
+    revision: int
+    output: AnyJson
+    review_reason: str | None
+    settled_at: str | None
+    updated_at: str
+
+
 class WorkflowDetail(WorkflowModel):
     """One instance with its steps, activations, tasks and pending (due) work."""
 
@@ -431,6 +447,7 @@ RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
     WorkflowDetail,
     WorkflowList,
     WorkflowHistory,
+    WorkflowResult,
     HealthResponse,
     DefinitionVersion,
     PublishResponse,

@@ -88,6 +88,8 @@ PROTECTED_ROUTES = [
           declared=WORKFLOWS + "/{workflow_id}"),
     route("GET", WORKFLOWS + "/{wid}/history", Permission.READ, 200,
           declared=WORKFLOWS + "/{workflow_id}/history"),
+    route("GET", WORKFLOWS + "/{wid}/result", Permission.READ, 200,
+          declared=WORKFLOWS + "/{workflow_id}/result"),
     # signals (issue 6): the first authorised signal is accepted (202), later ones replay (200)
     route("POST", WORKFLOWS + "/{wid}/signals", Permission.SIGNAL, 200, 202,
           declared=WORKFLOWS + "/{workflow_id}/signals", body=SIGNAL_BODY),

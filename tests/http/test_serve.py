@@ -172,3 +172,26 @@ def test_real_server_refuses_a_large_content_length_without_the_body(
         )
         response = _read_response(sock)  # no body byte was sent
     assert response.startswith(b"HTTP/1.1 413"), response[:200]
+
+
+def test_serve_runs_several_engine_processes_on_one_port(tmp_path: object) -> None:
+    server = start_server(f"sqlite:///{tmp_path}/weave.db", "--workers", "2",
+                          "--node-id", "multi")
+    try:
+        nodes: set[str] = set()
+        for _ in range(400):  # a new connection each time: the kernel picks an acceptor
+            health = loads(httpx.get(f"{server.base_url}/v1/health").content)
+            nodes.add(health["node_id"])
+            if len(nodes) == 2:
+                break
+        assert len(nodes) == 2 and all(n.startswith("multi-") for n in nodes), nodes
+    finally:
+        server.stop()
+    [line] = [line for line in server.output if "listening on" in line]
+    assert "2 engine processes" in line
+
+
+def test_serve_refuses_a_bad_worker_count() -> None:
+    result = subprocess.run(weave_command("serve", "--workers", "0"), capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 2 and "a whole number from 1 to 64" in result.stderr

@@ -18,6 +18,7 @@ from weave_core.exactjson import JSON
 from weave_core.identity import create_namespace
 from weave_core.runtime import StartRequest, StartResult, start_workflow
 from weave_core.runtime.consumer import ConsumeResult, consume_task_results
+from weave_core.runtime.step import complete_step
 from weave_core.schema import (
     weave_activations,
     weave_audit,
@@ -90,11 +91,19 @@ def report(engine: Engine, namespace: str, claimed: ClaimedTask, output: JSON = 
         rep = Report(ReportOutcome.CANCELLED)
     else:
         rep = Report(ReportOutcome.SUCCEEDED, output=output)
-    complete(engine.db, namespace=namespace, task_id=claimed.task_id,
-             attempt_id=claimed.attempt_id, report=rep, actor="worker:test")
     if not consume:
+        complete(engine.db, namespace=namespace, task_id=claimed.task_id,
+                 attempt_id=claimed.attempt_id, report=rep, actor="worker:test")
         return []
-    return consume_task_results(engine, namespace, claimed.task_id)
+    # What the complete route runs: the step transaction (or the classic path it falls
+    # back to), so that every runtime test goes through it.
+    done = complete_step(engine, namespace=namespace, task_id=claimed.task_id,
+                         attempt_id=claimed.attempt_id, report=rep, actor="worker:test")
+    if done.completion.replay:
+        return []
+    if done.consumed is None:  # left PENDING: what the tick would find now
+        return consume_task_results(engine, namespace, claimed.task_id)
+    return [done.consumed]
 
 
 def run_worker(engine: Engine, namespace: str, outputs: dict[str, JSON], *,

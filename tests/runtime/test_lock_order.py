@@ -36,16 +36,26 @@ _FROM = re.compile(r"\bFROM\s+`?(\w+)`?", re.IGNORECASE)
 class LockRecorder:
     current: dict[int, list[tuple[LockLevel, str]]] = field(default_factory=dict)
     transactions: list[list[tuple[LockLevel, str]]] = field(default_factory=list)
+    never_waiting: list[tuple[LockLevel, str]] = field(default_factory=list)
+    """``SKIP LOCKED`` reads back up the chain (allowed: they never wait)."""
 
     def statement(self, conn: Any, statement: str) -> None:
         upper = statement.upper()
         if "FOR UPDATE" not in upper and "LOCK IN SHARE MODE" not in upper:
             return
-        match = _FROM.search(statement)
-        assert match is not None, statement
-        table = match.group(1)
+        # the first table a FROM names, past database time's clock subquery (a plain read
+        # inside the statement: MariaDB locks no row of a subquery in the select list)
+        tables = [m.group(1) for m in _FROM.finditer(statement) if m.group(1) != "weave_clock"]
+        assert tables, statement
+        table = tables[0]
         assert table in LEVEL_OF, f"{table} is locked but not in LOCK_ORDER"
-        self.current.setdefault(id(conn), []).append((LEVEL_OF[table], table))
+        locks = self.current.setdefault(id(conn), [])
+        level = LEVEL_OF[table]
+        if "SKIP LOCKED" in upper and locks and level < max(lvl for lvl, _ in locks):
+            # never waits, so it cannot close a deadlock cycle (a step's net release)
+            self.never_waiting.append((level, table))
+            return
+        locks.append((level, table))
 
     def end(self, conn: Any) -> None:
         locks = self.current.pop(id(conn), None)

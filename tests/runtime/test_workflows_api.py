@@ -120,7 +120,7 @@ def test_every_workflow_route_checks_its_permission_and_namespace(engine: Engine
                                       "idempotency_key": "perm"})
     wid = exactjson.loads(started.content)["workflow_id"]
     routes = list(API_ROUTES)
-    assert len(routes) == 4
+    assert len(routes) == 5
     for route in routes:
         for ns_tenant, permission, expected in (
             (tenant, route.permission, {200, 201}),

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -39,7 +39,7 @@ from weave_core.errors import Problem, ValidationError
 from weave_core.limits import DEFAULT_LIMITS, Limits
 from weave_core.locks import lock_claimable_tasks
 from weave_core.schema import weave_task_attempts, weave_task_events, weave_tasks
-from weave_core.statements import update_keyed
+from weave_core.statements import append_row, update_keyed
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def _start_txn(conn: Connection, task: Row[Any], *, worker_id: str, now: Any) ->
         "current_attempt_id": attempt_id, "start_by": None, "timeout_at": lease,
         "updated_at": now,
     })
-    conn.execute(sa.insert(weave_task_events), dict(
+    append_row(conn, weave_task_events, dict(
         namespace=task.namespace, task_id=task.task_id, revision=revision,
         event_type="task.started", attempt_id=attempt_id, occurred_at=now,
         payload=None,
@@ -104,6 +104,41 @@ def _start_txn(conn: Connection, task: Row[Any], *, worker_id: str, now: Any) ->
         input=parse_document(task.input), lease_expires_at=lease, heartbeat_timeout=seconds,
         deadline_at=task.deadline_at, cancel_requested=bool(task.cancel_requested),
     )
+
+
+def claim_txn(
+    conn: Connection, *, namespace: str, queue: str, worker_id: str,
+    handler_keys: Sequence[str], max_tasks: int, now: datetime,
+) -> tuple[list[ClaimedTask], list[Row[Any]]]:
+    """In the caller's transaction: start up to ``max_tasks`` due tasks (checked request).
+
+    Returns the claimed tasks and the expired ones it passed over, which the caller
+    settles after its commit with :func:`settle_expired` (each in its own transaction,
+    in lock order). Task locks come last in any chain and are taken ``SKIP LOCKED``.
+    """
+    claimed: list[ClaimedTask] = []
+    expired: list[Row[Any]] = []
+    for task in lock_claimable_tasks(conn, namespace, queue, handler_keys, now, max_tasks):
+        if (task.deadline_at is not None and task.deadline_at <= now) or (
+            task.start_by is not None and task.start_by <= now
+        ):
+            expired.append(task)
+            continue
+        claimed.append(_start_txn(conn, task, worker_id=worker_id, now=now))
+    return claimed, expired
+
+
+def settle_expired(db: Database, namespace: str, queue: str, expired: Sequence[Row[Any]], *,
+                   actor: str, limits: Limits) -> None:
+    """Settle the expired tasks a claim passed over, one transaction each."""
+    for task in expired:
+        expire_one(db, namespace, task.task_id, queue, actor=actor, limits=limits)
+
+
+def check_claim(queue: str, worker_id: str, handlers: Sequence[HandlerRef],
+                max_tasks: int) -> None:
+    """Validate a claim request (raises ``ValidationError`` with every problem)."""
+    _check_request(queue, worker_id, handlers, max_tasks)
 
 
 def claim(
@@ -122,21 +157,11 @@ def claim(
     keys = [h.key for h in handlers]
 
     def _claim(conn: Connection) -> tuple[list[ClaimedTask], list[Row[Any]]]:
-        now = db.now(conn)
-        claimed: list[ClaimedTask] = []
-        expired: list[Row[Any]] = []
-        for task in lock_claimable_tasks(conn, namespace, queue, keys, now, max_tasks):
-            if (task.deadline_at is not None and task.deadline_at <= now) or (
-                task.start_by is not None and task.start_by <= now
-            ):
-                expired.append(task)
-                continue
-            claimed.append(_start_txn(conn, task, worker_id=worker_id, now=now))
-        return claimed, expired
+        return claim_txn(conn, namespace=namespace, queue=queue, worker_id=worker_id,
+                         handler_keys=keys, max_tasks=max_tasks, now=db.now(conn))
 
     claimed, expired = db.transaction(_claim, name="dispatch_claim")
-    for task in expired:
-        expire_one(db, namespace, task.task_id, queue, actor=actor, limits=limits)
+    settle_expired(db, namespace, queue, expired, actor=actor, limits=limits)
     if expired and len(claimed) < max_tasks:
         claimed += claim(db, namespace=namespace, queue=queue, worker_id=worker_id,
                          handlers=handlers, max_tasks=max_tasks - len(claimed), actor=actor,
@@ -178,4 +203,4 @@ async def claim_wait(
             return []
 
 
-__all__ = ["HandlerRef", "claim", "claim_wait"]
+__all__ = ["HandlerRef", "check_claim", "claim", "claim_txn", "claim_wait", "settle_expired"]

@@ -26,7 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
 from weave_core import exactjson
-from weave_core.audit import write_audit
+from weave_core.audit import append_audit
 from weave_core.dispatch.errors import TaskOwnerUnverifiedError
 from weave_core.dispatch.model import (
     EVENT_BY_STATUS,
@@ -50,7 +50,7 @@ from weave_core.schema import (
     weave_task_events,
     weave_tasks,
 )
-from weave_core.statements import update_keyed
+from weave_core.statements import append_row, update_keyed
 
 
 def record_event_txn(
@@ -64,17 +64,15 @@ def record_event_txn(
     payload: JSON = None,
 ) -> None:
     """One row of the task's status history (also used for refused reports)."""
-    conn.execute(
-        sa.insert(weave_task_events), dict(
-            namespace=task.namespace,
-            task_id=task.task_id,
-            revision=revision,
-            event_type=event_type,
-            attempt_id=attempt_id,
-            occurred_at=now,
-            payload=None if payload is None else exactjson.dumps(payload),
-        )
-    )
+    append_row(conn, weave_task_events, dict(
+        namespace=task.namespace,
+        task_id=task.task_id,
+        revision=revision,
+        event_type=event_type,
+        attempt_id=attempt_id,
+        occurred_at=now,
+        payload=None if payload is None else exactjson.dumps(payload),
+    ))
 
 
 _A = weave_task_attempts
@@ -110,19 +108,21 @@ def _is_round_of(conn: Connection, task: Row[Any]) -> bool:
         and owner.namespace == task.namespace
 
 
-def verify_owner_txn(conn: Connection, task: Row[Any]) -> str:
+def verify_owner_txn(conn: Connection, task: Row[Any], owner: Any = None) -> str:
     """The id of the activation that owns this workflow task, or refuse the result.
 
     Checks: the activation exists in the task's namespace, its ``task_id`` is this task (or
     the task is one of its poll rounds), and its gate is the task's gate. A plain read (see
-    the module docstring).
+    the module docstring), or ``owner``: the activation row the caller already locked.
     """
     act = weave_activations
-    row = conn.execute(
-        sa.select(act.c.namespace, act.c.task_id, act.c.gate_id).where(
-            act.c.activation_id == task.owner_id
-        )
-    ).one_or_none()
+    row = owner if owner is not None and owner.activation_id == task.owner_id else None
+    if row is None:
+        row = conn.execute(
+            sa.select(act.c.namespace, act.c.task_id, act.c.gate_id).where(
+                act.c.activation_id == task.owner_id
+            )
+        ).one_or_none()
     problem = None
     if task.owner_id is None:
         problem = "the task names no owning activation"
@@ -184,9 +184,16 @@ def settle_txn(
     limits: Limits = DEFAULT_LIMITS,
     operation_id: str | None = None,
     audit_metadata: dict[str, JSON] | None = None,
+    owner: Any = None,
+    delivered: list[dict[str, Any]] | None = None,
 ) -> int:
-    """Settle ``task`` (locked, unsettled, with quota and queue locked before it) in the
-    order of the module docstring. Returns the new revision."""
+    """Settle ``task`` (locked, unsettled, with quota and queue locked before it, or under
+    a capacity ledger) in the order of the module docstring. Returns the new revision.
+
+    A step transaction passes ``owner``, the owning activation it already locked (no read
+    again), and ``delivered``, which receives the inbox row as written (with its ``id``) so
+    that it consumes the row without reading it back.
+    """
     if status not in SETTLED:
         raise ValueError(f"{status} is not a settled status")
     assert TaskStatus(task.status) in (TaskStatus.PENDING, TaskStatus.RUNNING)
@@ -226,7 +233,7 @@ def settle_txn(
     inbox_id: int | None = None
     if task.owner_kind == OwnerKind.WORKFLOW_ACTIVATION:
         # 4. owning activation
-        activation_id = verify_owner_txn(conn, task)
+        activation_id = verify_owner_txn(conn, task, owner)
         fault_point("delivery.after_owner_check")
 
         # 5. inbox row with the frozen snapshot
@@ -241,23 +248,23 @@ def settle_txn(
                 f"result snapshot of {size} bytes exceeds {limits.max_snapshot_bytes} bytes",
                 details={"limit_bytes": limits.max_snapshot_bytes},
             )
-        inserted = conn.execute(
-            sa.insert(weave_inbox), dict(
-                namespace=task.namespace,
-                event_id=f"{task.task_id}:{revision}",
-                event_type=event_type,
-                source_task_id=task.task_id,
-                source_activation_id=activation_id,
-                source_revision=revision,
-                snapshot=text,
-                state=InboxState.PENDING.value,
-                available_at=now,
-                row_version=1,
-                created_at=now,
-            )
+        inbox_row: dict[str, Any] = dict(
+            namespace=task.namespace,
+            event_id=f"{task.task_id}:{revision}",
+            event_type=event_type,
+            source_task_id=task.task_id,
+            source_activation_id=activation_id,
+            source_revision=revision,
+            snapshot=text,
+            state=InboxState.PENDING.value,
+            available_at=now,
+            row_version=1,
+            created_at=now,
         )
-        key = inserted.inserted_primary_key
+        key = conn.execute(sa.insert(weave_inbox), inbox_row).inserted_primary_key
         inbox_id = None if key is None else int(key[0])
+        if delivered is not None:
+            delivered.append({**inbox_row, "id": inbox_id})
         fault_point("delivery.after_inbox")
 
     # 6. audit
@@ -271,7 +278,7 @@ def settle_txn(
     if error is not None:
         metadata["error"] = error
     metadata.update(audit_metadata or {})
-    write_audit(
+    append_audit(
         conn, namespace=task.namespace, actor=actor, action=event_type, object_type="task",
         object_id=task.task_id, operation_id=operation_id, metadata=metadata, at=now,
     )

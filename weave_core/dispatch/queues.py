@@ -4,14 +4,26 @@ An outstanding task (PENDING or RUNNING) holds one unit of its queue's capacity 
 "execution permit") and one of its namespace's quota ("usage"). Both are counters on rows
 locked in the order of R-6.2 (quota, then queues sorted by name), changed by conditional
 UPDATEs so that a full queue is detected without a read (MariaDB fact 4).
+
+A step transaction (``weave_core.runtime.step``) settles one task and usually creates its
+successor on the same queue: one unit given back, one taken, a net change of nothing. It
+runs under a :class:`CapacityLedger` and takes neither row lock up front: releases and
+reservations go to the ledger, a reservation is only allowed against a unit released in
+the same transaction (so the count never rises: I5 holds without reading the row), and
+only a net release touches the rows, at the end, through locks that never wait
+(``SKIP LOCKED``: a lock that never waits cannot close a deadlock cycle, so it may come
+after the instance). Anything else — a reservation with nothing released, a row another
+transaction holds — raises :class:`CapacityLocksNeeded` and the caller re-runs the whole
+transaction with the locks taken in order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql as mysql_dialect
@@ -27,7 +39,12 @@ from weave_core.dispatch.model import (
     check_name,
 )
 from weave_core.errors import Problem, ValidationError
-from weave_core.locks import lock_namespace_quota, lock_queues
+from weave_core.locks import (
+    lock_namespace_quota,
+    lock_queues,
+    try_lock_namespace_quota,
+    try_lock_queues,
+)
 from weave_core.schema import weave_namespace_quotas, weave_queues
 
 MAX_CAPACITY = 10_000_000
@@ -46,6 +63,77 @@ class QuotaState:
     namespace: str
     task_quota: int
     outstanding: int
+
+
+_LEDGER_KEY: Final = "weave_capacity_ledger"
+
+
+class CapacityLocksNeeded(Exception):
+    """A ledger transaction needs the quota and queue locks: roll it back and re-run it
+    with them taken in the R-6.2 order (never seen outside ``weave_core``)."""
+
+
+@dataclass
+class CapacityLedger:
+    """The net counter changes of one transaction that holds no capacity lock."""
+
+    namespace: str
+    quota: int = 0
+    queues: dict[str, int] = field(default_factory=dict)
+
+    def release(self, queue: str) -> None:
+        self.quota -= 1
+        self.queues[queue] = self.queues.get(queue, 0) - 1
+
+    def reserve(self, queue: str) -> None:
+        """Take back a unit released earlier in this transaction, or ask for the locks."""
+        if self.quota >= 0 or self.queues.get(queue, 0) >= 0:
+            raise CapacityLocksNeeded(queue)
+        self.quota += 1
+        self.queues[queue] += 1
+
+    def copy(self) -> CapacityLedger:
+        return CapacityLedger(self.namespace, self.quota, dict(self.queues))
+
+    def apply(self, conn: Connection, now: datetime) -> None:
+        """Write the net releases (the only change a ledger can net to), through locks
+        that never wait; raise :class:`CapacityLocksNeeded` when a row is held."""
+        released = sorted(q for q, n in self.queues.items() if n < 0)
+        if self.quota >= 0 and not released:
+            return
+        if self.quota < 0 and try_lock_namespace_quota(conn, self.namespace) is None:
+            raise CapacityLocksNeeded("quota")
+        if released and len(try_lock_queues(conn, self.namespace, released)) < len(released):
+            raise CapacityLocksNeeded("queue")
+        for _ in range(-self.quota):
+            conn.execute(_GIVE_QUOTA, {"ns": self.namespace, "now": now})
+        for queue in released:
+            for _ in range(-self.queues[queue]):
+                conn.execute(_GIVE_PERMIT, {"ns": self.namespace, "queue": queue, "now": now})
+
+
+@contextmanager
+def capacity_ledger(conn: Connection, namespace: str) -> Iterator[CapacityLedger]:
+    """Route :func:`reserve_txn` and :func:`release_txn` of ``namespace`` on ``conn`` to
+    a ledger for the block; the caller calls :meth:`CapacityLedger.apply` before commit."""
+    ledger = CapacityLedger(namespace)
+    conn.info[_LEDGER_KEY] = ledger
+    try:
+        yield ledger
+    finally:
+        conn.info.pop(_LEDGER_KEY, None)
+
+
+def under_ledger(conn: Connection) -> bool:
+    """Does ``conn`` run under a :class:`CapacityLedger`? Then a reservation never meets a
+    full queue or quota (it nets against a release or re-runs the transaction in order),
+    so a caller needs no savepoint to undo one."""
+    return _LEDGER_KEY in conn.info
+
+
+def _ledger(conn: Connection, namespace: str) -> CapacityLedger | None:
+    ledger: CapacityLedger | None = conn.info.get(_LEDGER_KEY)
+    return ledger if ledger is not None and ledger.namespace == namespace else None
 
 
 def _insert_missing(conn: Connection, table: sa.Table, values: dict[str, Any]) -> None:
@@ -115,6 +203,10 @@ def reserve_txn(conn: Connection, namespace: str, queue: str, now: datetime) -> 
     the failing step; the caller rolls back its savepoint (or transaction) to undo the
     quota unit taken before a full queue was found.
     """
+    ledger = _ledger(conn, namespace)
+    if ledger is not None:
+        ledger.reserve(queue)
+        return
     params = {"ns": namespace, "queue": queue, "now": now}
     if conn.execute(_TAKE_QUOTA, params).rowcount == 0:
         _ensure_quota(conn, namespace, now)
@@ -134,8 +226,13 @@ def reserve_txn(conn: Connection, namespace: str, queue: str, now: datetime) -> 
 def release_txn(conn: Connection, namespace: str, queue: str, now: datetime) -> None:
     """Give back the permit and the quota unit of one task that settled.
 
-    The caller already holds the quota and queue locks (taken in order before the task).
+    The caller already holds the quota and queue locks (taken in order before the task),
+    or runs under a :class:`CapacityLedger`.
     """
+    ledger = _ledger(conn, namespace)
+    if ledger is not None:
+        ledger.release(queue)
+        return
     params = {"ns": namespace, "queue": queue, "now": now}
     conn.execute(_GIVE_PERMIT, params)
     conn.execute(_GIVE_QUOTA, params)
@@ -219,8 +316,11 @@ def get_quota(conn: Connection, namespace: str) -> QuotaState:
 
 
 __all__ = [
+    "CapacityLedger",
+    "CapacityLocksNeeded",
     "QueueState",
     "QuotaState",
+    "capacity_ledger",
     "get_queue",
     "get_quota",
     "lock_capacity_txn",
@@ -228,4 +328,5 @@ __all__ = [
     "reserve_txn",
     "set_namespace_quota",
     "set_queue_capacity",
+    "under_ledger",
 ]

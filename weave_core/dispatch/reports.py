@@ -119,6 +119,17 @@ def _attempt(conn: Connection, task_id: str, attempt_id: str) -> Row[Any]:
     return cast("Row[Any]", row)
 
 
+def fence_attempt_txn(conn: Connection, task_id: str, attempt_id: str) -> Row[Any]:
+    """The fencing columns of ``attempt_id`` of ``task_id`` (``AttemptNotFoundError``)."""
+    return _attempt(conn, task_id, attempt_id)
+
+
+def settled_view(task: Row[Any], status: TaskStatus, revision: int, result: JSON,
+                 error: JSON, now: datetime) -> TaskView:
+    """The task as ``settle_txn`` just wrote it (see ``_settled_view``)."""
+    return _settled_view(task, status, revision, result, error, now)
+
+
 def heartbeat(
     db: Database,
     *,
@@ -288,4 +299,7 @@ def complete(
     return outcome
 
 
-__all__ = ["Completion", "Heartbeat", "Report", "complete", "heartbeat"]
+__all__ = [
+    "Completion", "Heartbeat", "Report", "complete", "fence_attempt_txn", "heartbeat",
+    "settled_view",
+]

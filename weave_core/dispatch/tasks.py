@@ -18,6 +18,7 @@ from weave_core.audit import write_audit
 from weave_core.db import Database
 from weave_core.dispatch.delivery import record_event_txn, settle_txn
 from weave_core.dispatch.errors import GateNotFoundError, TaskNotFoundError
+from weave_core.dispatch.handoff import start_if_handed_off
 from weave_core.dispatch.model import (
     OwnerKind,
     TaskSpec,
@@ -34,6 +35,7 @@ from weave_core.errors import PayloadTooLargeError, Problem, ValidationError
 from weave_core.limits import DEFAULT_LIMITS, Limits
 from weave_core.locks import lock_task
 from weave_core.schema import weave_execution_gates, weave_task_events, weave_tasks
+from weave_core.statements import append_row
 
 
 def _validate(spec: TaskSpec, now: datetime, limits: Limits) -> list[Problem]:
@@ -144,14 +146,13 @@ def create_task_txn(
         "created_at": now,
         "updated_at": now,
     }
+    append_row(conn, weave_task_events, dict(
+        namespace=namespace, task_id=task_id, revision=1, event_type="task.created",
+        attempt_id=None, occurred_at=now, payload=None,
+    ))
+    started = start_if_handed_off(conn, values, now)  # the reporting worker's next task
     conn.execute(sa.insert(weave_tasks), values)
-    conn.execute(
-        sa.insert(weave_task_events), dict(
-            namespace=namespace, task_id=task_id, revision=1, event_type="task.created",
-            attempt_id=None, occurred_at=now, payload=None,
-        )
-    )
-    if gate_open:
+    if gate_open and not started:
         note_available_txn(conn, namespace, spec.queue)
     return task_id
 

@@ -25,6 +25,7 @@ from weave_core.db import savepoint
 from weave_core.dispatch.errors import QueueFullError, QuotaExceededError
 from weave_core.dispatch.gates import set_gate_txn
 from weave_core.dispatch.model import TaskSpec
+from weave_core.dispatch.queues import under_ledger
 from weave_core.dispatch.tasks import create_task_txn
 from weave_core.engine import Engine
 from weave_core.nodespec import (
@@ -391,7 +392,10 @@ def advance_txn(
         # changed earlier stays, to be written), so nothing of the steps is written twice.
         # Only an activation can meet a full queue or quota: a plan that only completes or
         # skips needs no savepoint (two round trips fewer) and nothing to restore.
-        creates = any(d.kind is DecisionKind.ACTIVATE for d in plan.decisions)
+        # Under a capacity ledger (a step transaction) a reservation never meets a full
+        # queue: it nets against the settled task's unit or re-runs the transaction.
+        creates = any(d.kind is DecisionKind.ACTIVATE for d in plan.decisions) \
+            and not under_ledger(conn)
         saved = _save(li) if creates else None
         mark = history.mark()
         try:

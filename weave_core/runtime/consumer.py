@@ -189,9 +189,13 @@ def _snapshot(row: Row[Any]) -> dict[str, Any]:
 
 def _verify(
     conn: Connection, row: Row[Any], act: Row[Any] | None, li: LockedInstance,
-    program: Program,
+    program: Program, held_task: Any = None,
 ) -> tuple[dict[str, Any], Row[Any]]:
-    """Every identity check of R-5.4; raise ``_Mismatch`` on the first contradiction."""
+    """Every identity check of R-5.4; raise ``_Mismatch`` on the first contradiction.
+
+    ``held_task``: the task's ``namespace``, ``queue``, ``owner_id``, ``gate_id``,
+    ``revision`` and ``attempt_task_id`` as the caller's transaction holds them (a step
+    transaction settled the task itself); read here otherwise."""
     snap = _snapshot(row)
     if snap["task_id"] != row.source_task_id:
         raise _Mismatch(Contradiction.TASK_MISMATCH, "snapshot names another task")
@@ -215,7 +219,7 @@ def _verify(
         raise _Mismatch(Contradiction.STEP_MISMATCH, "the step was never activated as a leaf")
     t, a = weave_tasks, weave_task_attempts
     attempt_id = snap.get("current_attempt_id")
-    task = conn.execute(
+    task = held_task if held_task is not None else conn.execute(
         sa.select(t.c.namespace, t.c.queue, t.c.owner_id, t.c.gate_id, t.c.revision,
                   a.c.task_id.label("attempt_task_id"))
         .select_from(t.outerjoin(a, a.c.attempt_id == attempt_id))
@@ -383,13 +387,28 @@ def _consume_txn(conn: Connection, engine: Engine, inbox_id: int, peek: _Peek,
     row = lock_inbox_row(conn, inbox_id)
     if row is None or row.state != InboxState.PENDING.value:
         return ConsumeResult(inbox_id, Outcome.ALREADY, instance_id=li.instance_id)
+    return consume_held_txn(conn, engine, li, act, row, now, forced=forced)
+
+
+def consume_held_txn(conn: Connection, engine: Engine, li: LockedInstance, act: Any,
+                     row: Any, now: datetime, *, forced: Contradiction | None = None,
+                     held_task: Any = None, after_lock: bool = False) -> ConsumeResult:
+    """Consume the PENDING inbox ``row`` with the chain, the activation and the row held.
+
+    The consumption table of the module docstring, for a caller that took the locks: the
+    consumer above, or a step transaction that has just written the row (and passes the
+    task it settled as ``held_task``; see ``_verify``). ``after_lock``: ``now`` was read
+    after the instance lock, so no earlier transition can be later (no clamp to read)."""
+    inbox_id = int(row.id)
     history = History(li.namespace, li.instance_id, li.revision, new_operation_id(), now)
+    if after_lock:
+        history.previous_at = None
     program = programs(engine).get(conn, li.namespace, li.definition_id, li.version)
     metadata: dict[str, JSON] = {"source": _source(row), "node": engine.node_id}
     try:
         if forced is not None:
             raise _Mismatch(forced, "the database refused a value of this result")
-        snap, act_row = _verify(conn, row, act, li, program)
+        snap, act_row = _verify(conn, row, act, li, program, held_task)
     except _Mismatch as mismatch:
         _settle_row(conn, row, InboxState.QUARANTINED, mismatch.code.value, now)
         history.record("result.quarantined", activation_id=row.source_activation_id,
@@ -506,6 +525,7 @@ __all__ = [
     "Contradiction",
     "Outcome",
     "consume",
+    "consume_held_txn",
     "consume_task_results",
     "defer",
     "settle_cancelling",

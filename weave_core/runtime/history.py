@@ -22,6 +22,7 @@ from weave_core.exactjson import JSON
 from weave_core.faults import fault_point
 from weave_core.runtime.instances import iso, load_json
 from weave_core.schema import weave_audit, weave_transitions
+from weave_core.statements import take_appended
 
 MAX_HISTORY_PAGE = 500
 
@@ -140,12 +141,20 @@ class History:
         if batch is not None:
             batch.add(audit, rows)
             return None
-        key = conn.execute(sa.insert(weave_audit), audit).inserted_primary_key
-        assert key is not None
+        earlier = take_appended(conn, weave_audit)  # a step's task audit: one INSERT
+        if earlier:
+            a = weave_audit
+            ids = conn.execute(a.insert().returning(a.c.id, sort_by_parameter_order=True),
+                               [*earlier, audit]).scalars().all()
+            audit_id = int(ids[-1])
+        else:
+            key = conn.execute(sa.insert(weave_audit), audit).inserted_primary_key
+            assert key is not None
+            audit_id = int(key[0])
         for row in rows:
-            row["audit_id"] = int(key[0])
+            row["audit_id"] = audit_id
         conn.execute(sa.insert(weave_transitions), rows)
-        return int(key[0])
+        return audit_id
 
 
 @dataclass

@@ -36,9 +36,12 @@ from weave_core.runtime.instances import (
     InstanceStatus,
     load_json,
 )
+from weave_core.runtime.outcomes import DONE, note_done_txn
 from weave_core.schema import weave_instances, weave_steps
 from weave_core.snapshot import Entered, Phase, Snapshot, StepState
 from weave_core.statements import RowChanges
+
+_DONE_VALUES = frozenset(status.value for status in DONE)
 
 
 @dataclass
@@ -156,6 +159,8 @@ class LockedInstance:
                                              "created_at": now, **values})
                 rec.stored = True
             rec.dirty = False
+        if self.updates.get("status") in _DONE_VALUES:
+            note_done_txn(conn, self.namespace, self.instance_id)
         if revision != self.revision or self.updates:
             self.revision = revision
             changes.update(weave_instances, {"instance_id": self.instance_id},
@@ -226,12 +231,16 @@ def _locked(row: Any, gate: Any, ns: Any, queues: tuple[str, ...],
 
 
 def lock_chain(
-    conn: Connection, namespace: str, instance_id: str, *, peeked: Any = None
+    conn: Connection, namespace: str, instance_id: str, *, peeked: Any = None,
+    capacity: bool = True, task_queue: str | None = None,
 ) -> LockedInstance | None:
     """Lock the chain of ``instance_id`` in the one order; None if it does not exist here.
 
     ``peeked``: the instance's ``namespace``, ``queues`` and ``status`` already read
-    unlocked by the caller (saves a query); read here otherwise.
+    unlocked by the caller (saves a query); read here otherwise. ``capacity=False`` leaves
+    out the quota and queue levels: the caller runs under a ``CapacityLedger``. ``task_queue``:
+    the caller settles a task of that queue, so quota and queue are locked whatever the
+    instance's status (a step transaction re-run in order).
     """
     peek = peeked if peeked is not None else peek_instance(conn, instance_id)
     if peek is None or peek.namespace != namespace:
@@ -240,7 +249,9 @@ def lock_chain(
     if ns is None:
         return None
     queues = tuple(exactjson.loads(peek.queues))
-    if _needs_capacity(peek.status, queues):
+    if capacity and task_queue is not None:
+        lock_capacity_txn(conn, namespace, sorted({*queues, task_queue}))
+    elif capacity and _needs_capacity(peek.status, queues):
         lock_capacity_txn(conn, namespace, queues)
     row = lock_instance(conn, instance_id)
     if row is None or row.namespace != namespace:

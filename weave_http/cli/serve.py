@@ -1,4 +1,4 @@
-"""``weave serve``: run the API server (uvicorn, one process) on one engine.
+"""``weave serve``: run the API server (uvicorn) on one engine per process.
 
 Before listening it makes sure the database schema is current: SQLite (the embedded
 default) is migrated automatically; MySQL/MariaDB is refused with
@@ -7,20 +7,26 @@ schema only changes by an explicit act. It then prints one line saying where it 
 (the real port, also with ``--port 0``) and serves until SIGINT/SIGTERM.
 
 Speed: uvloop and httptools are used when installed (they are dependencies), and the
-per-request access log is written only at ``--log-level debug``.
+per-request access log is written only at ``--log-level debug``. ``--workers N`` runs N
+engine processes on the one listening socket (uvicorn's supervisor restarts one that
+dies): each has its own connection pool and tick, as several ``weave serve`` on one
+database always could, and the kernel's locks keep them from doing anything twice.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import logging
+import os
 import socket
 import sys
 from typing import Any
 
 import uvicorn
 from sqlalchemy.engine import make_url
+from uvicorn.supervisors import Multiprocess
 
 from weave_core.db import default_database_url
 from weave_core.engine import Engine
@@ -64,12 +70,39 @@ def register(subparsers: Any) -> None:
         help="do not run the runtime tick loop (tests; another process must run it)",
     )
     parser.add_argument(
+        "--workers", type=_workers, default=1,
+        help="engine processes sharing the port (default 1; use up to one per core)",
+    )
+    parser.add_argument(
         "--log-level",
         default="info",
         choices=["critical", "error", "warning", "info", "debug"],
         help="server log level (default info)",
     )
     parser.set_defaults(func=run)
+
+
+MAX_WORKERS = 64
+_ENV = "WEAVE_SERVE_WORKER"
+
+
+def _workers(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"a whole number from 1 to {MAX_WORKERS}")
+    return value
+
+
+def worker_app() -> Any:
+    """The application of one ``--workers`` process (uvicorn imports it in the child):
+    its own engine, closed when the server stops."""
+    url, node_id, tick = json.loads(os.environ[_ENV])
+    node = None if node_id is None else f"{node_id}-{os.getpid()}"
+    engine = Engine.open(url, limits=Limits.from_env(), node_id=node)
+    return create_app(engine, tick=tick, owns_engine=True)
 
 
 def _fastest(module: str, fallback: str) -> str:
@@ -118,14 +151,15 @@ def run(args: argparse.Namespace) -> int:
             return 1
         host, port = sock.getsockname()[:2]
         shown_host = f"[{host}]" if ":" in host else host
+        nodes = f"node {engine.node_id}" if args.workers == 1 \
+            else f"{args.workers} engine processes"
         print(
             f"weave serve: listening on http://{shown_host}:{port} "
-            f"(database {_display_url(url)}, node {engine.node_id})",
+            f"(database {_display_url(url)}, {nodes})",
             flush=True,
         )
         logging.basicConfig(level=args.log_level.upper())
-        config = uvicorn.Config(
-            create_app(engine, tick=not args.no_tick),
+        options: dict[str, Any] = dict(
             log_level=args.log_level,
             # One line per request is a write on the hot path: only at debug.
             access_log=args.log_level == "debug",
@@ -135,6 +169,14 @@ def run(args: argparse.Namespace) -> int:
             server_header=False,
             proxy_headers=False,
         )
+        if args.workers > 1:
+            engine.close()  # each process opens its own
+            os.environ[_ENV] = json.dumps([url, args.node_id, not args.no_tick])
+            config = uvicorn.Config("weave_http.cli.serve:worker_app", factory=True,
+                                    workers=args.workers, **options)
+            Multiprocess(config, sockets=[sock]).run()
+            return 0
+        config = uvicorn.Config(create_app(engine, tick=not args.no_tick), **options)
         server = uvicorn.Server(config)
         server.run(sockets=[sock])
     finally:
@@ -142,4 +184,4 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["register", "run"]
+__all__ = ["register", "run", "worker_app"]

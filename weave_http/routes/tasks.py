@@ -24,9 +24,7 @@ from weave_core.dispatch import (
     TaskSpec,
     TaskView,
     cancel_task,
-    claim,
     claim_wait,
-    complete,
     create_task,
     get_queue,
     get_quota,
@@ -35,11 +33,9 @@ from weave_core.dispatch import (
     set_namespace_quota,
     set_queue_capacity,
 )
-from weave_core.dispatch.model import OwnerKind
-from weave_core.engine import Engine
 from weave_core.errors import Problem, ValidationError
 from weave_core.identity import Permission
-from weave_core.runtime import consume_task_results
+from weave_core.runtime.step import ClaimNext, complete_step
 from weave_http.body import read_json, validate_model
 from weave_http.models import (
     CancelTaskRequest,
@@ -133,41 +129,17 @@ async def complete_task(request: Request, ctx: Context) -> Response:
                           body.error.details)
     report = Report(ReportOutcome(body.outcome), output=body.output, error=error)
     task_id = str(request.path_params["task_id"])
-
-    def _run() -> tuple[TaskView, bool, list[ClaimedTask]]:
-        done = complete(engine.db, namespace=namespace, task_id=task_id,
-                        attempt_id=body.attempt_id, report=report, actor=principal.actor,
-                        limits=engine.limits)
-        if not done.replay and done.task.owner_kind == OwnerKind.WORKFLOW_ACTIVATION:
-            _consume_at_once(engine, namespace, task_id)
-        following: list[ClaimedTask] = []
-        nxt = body.claim_next
-        if nxt is not None:
-            following = claim(engine.db, namespace=namespace, queue=done.task.queue,
-                              worker_id=nxt.worker_id, handlers=_handlers(nxt.handlers),
-                              max_tasks=nxt.max_tasks, actor=principal.actor,
-                              limits=engine.limits)
-        return done.task, done.replay, following
-
-    task, replay, following = await run_in_threadpool(_run)
+    nxt = body.claim_next
+    claim_next = None if nxt is None else ClaimNext(nxt.worker_id, _handlers(nxt.handlers),
+                                                     nxt.max_tasks)
+    done = await run_in_threadpool(
+        lambda: complete_step(engine, namespace=namespace, task_id=task_id,
+                              attempt_id=body.attempt_id, report=report,
+                              actor=principal.actor, claim_next=claim_next))
     return json_response(CompleteResponse(
-        task=task_model(task), replay=replay, next_tasks=[claimed_model(t) for t in following]
+        task=task_model(done.completion.task), replay=done.completion.replay,
+        next_tasks=[claimed_model(t) for t in done.next_tasks],
     ))
-
-
-def _consume_at_once(engine: Engine, namespace: str, task_id: str) -> None:
-    """The fast path (DESIGN.md §0 step 4): consume the result this process just accepted.
-
-    The report has committed whatever happens here; if consuming fails, the inbox row stays
-    PENDING and the tick consumes it within a scan period, so the worker still gets its 200.
-    The failure is logged with its traceback, never dropped.
-    """
-    try:
-        consume_task_results(engine, namespace, task_id)
-    except Exception:  # the safety net (the tick) owns the retry; the report stands
-        logger.exception(
-            "consuming the result of task %s at once failed; the tick will retry it", task_id
-        )
 
 
 def _seconds_ms(value: float) -> int:

@@ -5,6 +5,7 @@ Every database call runs in the thread pool, so the event loop never waits on th
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,6 +16,7 @@ from starlette.responses import Response
 from weave_core.errors import Problem, ValidationError
 from weave_core.identity import Permission
 from weave_core.runtime import InstanceStatus, StartRequest, start_workflow
+from weave_core.runtime.outcomes import MAX_WAIT_S, wait_outcome
 from weave_core.runtime.reads import (
     DEFAULT_LIST_LIMIT,
     ListFilter,
@@ -29,6 +31,7 @@ from weave_http.models import (
     WorkflowHistory,
     WorkflowList,
     WorkflowModel,
+    WorkflowResult,
     json_response,
 )
 from weave_http.routes import ApiRoute, Context
@@ -36,6 +39,7 @@ from weave_http.routes import ApiRoute, Context
 WORKFLOWS = "/v1/namespaces/{ns}/workflows"
 WORKFLOW = WORKFLOWS + "/{workflow_id}"
 HISTORY = WORKFLOW + "/history"
+RESULT = WORKFLOW + "/result"
 
 
 def _bad_query(name: str, message: str) -> ValidationError:
@@ -102,6 +106,36 @@ async def list_all(request: Request, ctx: Context) -> Response:
                                       next_cursor=cursor))
 
 
+def _wait_seconds(request: Request) -> float:
+    raw = request.query_params.get("wait_seconds")
+    if raw is None:
+        return 0.0
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or not 0 <= value <= MAX_WAIT_S:
+        raise _bad_query("wait_seconds", f"a number of seconds from 0 to {MAX_WAIT_S}")
+    return value
+
+
+def _stamp(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat() + "Z"
+
+
+async def result(request: Request, ctx: Context) -> Response:
+    _, namespace = ctx.require_principal()
+    wait = _wait_seconds(request)
+    outcome = await wait_outcome(ctx.engine.db, namespace,
+                                 str(request.path_params["workflow_id"]), wait)
+    return json_response(WorkflowResult(
+        workflow_id=outcome.workflow_id, status=outcome.status.value, done=outcome.done,
+        paused=outcome.paused, revision=outcome.revision, output=outcome.output,
+        review_reason=outcome.review_reason, settled_at=_stamp(outcome.settled_at),
+        updated_at=_stamp(outcome.updated_at) or "",
+    ))
+
+
 async def one(request: Request, ctx: Context) -> Response:
     _, namespace = ctx.require_principal()
     detail: dict[str, Any] = await run_in_threadpool(
@@ -141,6 +175,14 @@ API_ROUTES: tuple[ApiRoute, ...] = (
         summary="One instance with its steps, activations, tasks and pending work",
         permission=Permission.READ,
         responses={200: (WorkflowDetail, "the instance")}, tags=("workflows",),
+    ),
+    ApiRoute(
+        method="GET", path=RESULT, endpoint=result, operation_id="getWorkflowResult",
+        summary="The instance's outcome; with wait_seconds (0-60) a long poll answered as "
+        "soon as it is done (SUCCEEDED, FAILED, CANCELLED, NEEDS_REVIEW)",
+        permission=Permission.READ,
+        responses={200: (WorkflowResult, "the outcome: done, or still running after the wait")},
+        errors=(422,), tags=("workflows",),
     ),
     ApiRoute(
         method="GET", path=HISTORY, endpoint=history, operation_id="getWorkflowHistory",

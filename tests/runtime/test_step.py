@@ -1,0 +1,337 @@
+"""The step transaction (``weave_core.runtime.step``): a worker's result settled, consumed
+and the next task claimed in one transaction, with the outcomes of the classic path."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pymysql
+import pytest
+import sqlalchemy as sa
+from sqlalchemy import event
+
+from tests.conftest import _server_params
+from tests.runtime.helpers import (
+    definition,
+    inbox_of,
+    instance,
+    new_namespace,
+    publish,
+    start,
+    task,
+    tasks_of,
+    work,
+)
+from weave_core.db import set_clock_offset
+from weave_core.dispatch import (
+    HandlerRef,
+    Report,
+    ReportOutcome,
+    TaskError,
+    set_namespace_quota,
+    set_queue_capacity,
+)
+from weave_core.dispatch.errors import ReportConflictError
+from weave_core.dispatch.model import ClaimedTask
+from weave_core.dispatch.queues import get_queue, get_quota
+from weave_core.engine import Engine
+from weave_core.faults import armed
+from weave_core.runtime import run_tick
+from weave_core.runtime.step import ClaimNext, StepDone, complete_step
+from weave_core.schema import weave_instances
+
+
+def _ok(output: Any = None) -> Report:
+    return Report(ReportOutcome.SUCCEEDED, output=output if output is not None else {})
+
+
+def _step(engine: Engine, ns: str, claimed: ClaimedTask, report: Report | None = None, *,
+          handlers: tuple[str, ...] = ("a", "b", "c"), max_tasks: int = 1) -> StepDone:
+    return complete_step(
+        engine, namespace=ns, task_id=claimed.task_id, attempt_id=claimed.attempt_id,
+        report=report or _ok(), actor="worker:test",
+        claim_next=ClaimNext("w1", [HandlerRef(h, "1") for h in handlers], max_tasks))
+
+
+def _seq(engine: Engine, *names: str) -> tuple[str, str]:
+    ns = new_namespace(engine)
+    publish(engine, ns, definition("seq", [task(n) for n in names]))
+    return ns, start(engine, ns, "seq", {}).instance.instance_id
+
+
+class Statements:
+    """Every statement and commit the engine sends while recording."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        self.on = False
+
+    def statements(self) -> list[str]:
+        return [s for s in self.log if s != "COMMIT" and not s.startswith("BEGIN")]
+
+
+@pytest.fixture
+def statements(any_engine: Engine) -> Iterator[Statements]:
+    rec = Statements()
+
+    def _before(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if rec.on:
+            rec.log.append(statement)
+
+    def _commit(conn: Any) -> None:
+        if rec.on:
+            rec.log.append("COMMIT")
+
+    sa_engine = any_engine.db.engine
+    event.listen(sa_engine, "before_cursor_execute", _before)
+    event.listen(sa_engine, "commit", _commit)
+    yield rec
+    event.remove(sa_engine, "before_cursor_execute", _before)
+    event.remove(sa_engine, "commit", _commit)
+
+
+def test_a_step_is_one_transaction_that_hands_back_the_successor(
+    any_engine: Engine, statements: Statements
+) -> None:
+    engine = any_engine
+    ns, wid = _seq(engine, "a", "b", "c")
+    (a,) = work(engine, ns, handlers=["a"])
+    statements.on = True
+    done = _step(engine, ns, a, _ok({"n": 1}))
+    statements.on = False
+    assert done.one_transaction and done.completion.task.status.value == "SUCCEEDED"
+    assert done.consumed is not None and done.consumed.outcome.value == "consumed"
+    (b,) = done.next_tasks
+    assert b.handler == "b" and b.attempt_no == 1
+    assert statements.log.count("COMMIT") == 1
+    sent = statements.statements()
+    assert len(sent) <= 26, "\n".join(s.split("\n")[0] for s in sent)
+    # the release and the successor's reservation net to nothing: no capacity row touched
+    assert not [s for s in sent if "weave_namespace_quotas" in s or "weave_queues" in s]
+    (row,) = inbox_of(engine, wid)
+    assert row.state == "PROCESSED" and row.snapshot  # the record and its dedup key stay
+    assert instance(engine, wid).status == "RUNNING"
+
+
+def test_a_workflow_runs_to_the_end_on_steps_and_gives_every_unit_back(
+    any_engine: Engine,
+) -> None:
+    engine = any_engine
+    ns, wid = _seq(engine, "a", "b", "c")
+    (claimed,) = work(engine, ns, handlers=["a"])
+    handled = []
+    following: list[ClaimedTask] = [claimed]
+    while following:
+        (current,) = following
+        handled.append(current.handler)
+        following = _step(engine, ns, current).next_tasks
+    assert handled == ["a", "b", "c"]
+    assert instance(engine, wid).status == "SUCCEEDED"
+    assert {t.status for t in tasks_of(engine, wid)} == {"SUCCEEDED"}
+    assert {r.state for r in inbox_of(engine, wid)} == {"PROCESSED"}
+    quota = engine.db.read(lambda c: get_quota(c, ns))
+    queue = engine.db.read(lambda c: get_queue(c, ns, "q"))
+    assert (quota.outstanding, queue.outstanding) == (0, 0)
+
+
+def test_a_fan_out_re_runs_in_order_and_reserves_every_branch(any_engine: Engine) -> None:
+    engine = any_engine
+    ns = new_namespace(engine)
+    publish(engine, ns, definition("fan", [
+        task("a"),
+        {"id": "fan", "kind": "parallel",
+         "branches": {f"x{i}": [task(f"x{i}", "b")] for i in range(3)}},
+    ]))
+    wid = start(engine, ns, "fan", {}).instance.instance_id
+    (a,) = work(engine, ns, handlers=["a"])
+    done = _step(engine, ns, a, max_tasks=2)
+    assert done.one_transaction and len(done.next_tasks) == 2
+    assert len([t for t in tasks_of(engine, wid) if t.status != "SUCCEEDED"]) == 3
+    quota = engine.db.read(lambda c: get_quota(c, ns))
+    assert quota.outstanding == 3
+
+
+def test_a_full_queue_in_a_step_defers_the_successor(any_engine: Engine) -> None:
+    engine = any_engine
+    ns = new_namespace(engine)
+    publish(engine, ns, definition("fan", [
+        task("a"),
+        {"id": "fan", "kind": "parallel",
+         "branches": {f"x{i}": [task(f"x{i}", "b")] for i in range(2)}},
+    ]))
+    wid = start(engine, ns, "fan", {}).instance.instance_id
+    set_queue_capacity(engine.db, ns, "q", 1, actor="test")
+    (a,) = work(engine, ns, handlers=["a"])
+    done = _step(engine, ns, a)
+    assert done.next_tasks == [] and done.completion.task.status.value == "SUCCEEDED"
+    assert [t.status for t in tasks_of(engine, wid)] == ["SUCCEEDED"]
+    assert instance(engine, wid).status == "WAITING"
+    assert engine.db.read(lambda c: get_queue(c, ns, "q")).outstanding == 0
+
+
+def test_the_last_step_gives_its_unit_back_even_when_the_quota_row_is_busy(
+    engine: Engine,
+) -> None:
+    """The net release locks the quota row without waiting; held elsewhere, the step re-runs
+    in lock order and waits its turn like any transaction."""
+    ns, wid = _seq(engine, "a")
+    (a,) = work(engine, ns, handlers=["a"])
+    url = sa.make_url(engine.db.url)
+    holder = pymysql.connect(**_server_params(), database=url.database)  # type: ignore[call-overload]
+    held = threading.Event()
+
+    def _hold() -> None:
+        with holder.cursor() as cur:
+            cur.execute("BEGIN")
+            cur.execute("SELECT outstanding FROM weave_namespace_quotas WHERE namespace = %s "
+                        "FOR UPDATE", (ns,))
+            held.set()
+            time.sleep(0.5)
+        holder.commit()
+
+    thread = threading.Thread(target=_hold)
+    thread.start()
+    held.wait(5)
+    began = time.monotonic()
+    done = _step(engine, ns, a)
+    waited = time.monotonic() - began
+    thread.join()
+    holder.close()
+    assert done.one_transaction and waited >= 0.3
+    assert instance(engine, wid).status == "SUCCEEDED"
+    assert engine.db.read(lambda c: get_quota(c, ns)).outstanding == 0
+
+
+def test_a_quarantined_result_commits_the_settled_task_with_it(engine: Engine) -> None:
+    ns, wid = _seq(engine, "a", "b")
+    (a,) = work(engine, ns, handlers=["a"])
+    i = weave_instances
+    with engine.db.engine.begin() as conn:  # a contradiction: the instance names another gate
+        conn.execute(sa.update(i).where(i.c.instance_id == wid).values(gate_id="gate_other"))
+    done = _step(engine, ns, a)
+    assert done.one_transaction and done.next_tasks == []
+    assert done.consumed is not None
+    assert (done.consumed.outcome.value, done.consumed.code) == ("quarantined", "gate_mismatch")
+    assert done.completion.task.status.value == "SUCCEEDED"
+    (row,) = inbox_of(engine, wid)
+    assert (row.state, row.error_code) == ("QUARANTINED", "gate_mismatch")
+    assert [t.status for t in tasks_of(engine, wid)] == ["SUCCEEDED"]
+    assert instance(engine, wid).status == "NEEDS_REVIEW"
+
+
+def test_a_failing_consumption_commits_the_report_and_leaves_the_row_to_the_tick(
+    any_engine: Engine,
+) -> None:
+    engine = any_engine
+    ns, wid = _seq(engine, "a", "b")
+    (a,) = work(engine, ns, handlers=["a"])
+    with armed("runtime.consume.before_ack"):
+        done = _step(engine, ns, a)
+    assert not done.one_transaction and done.next_tasks == []
+    assert done.completion.task.status.value == "SUCCEEDED"
+    (row,) = inbox_of(engine, wid)
+    assert row.state == "PENDING" and row.row_version == 2  # deferred by the consumer
+    assert [t.status for t in tasks_of(engine, wid)] == ["SUCCEEDED"]
+
+
+def test_replays_conflicts_and_retries_keep_their_answers(any_engine: Engine) -> None:
+    engine = any_engine
+    ns, wid = _seq(engine, "a", "b")
+    (a,) = work(engine, ns, handlers=["a"])
+    retry = Report(ReportOutcome.FAILED, error=TaskError("flaky", "try again", True))
+    done = _step(engine, ns, a, retry)
+    assert not done.one_transaction and done.completion.task.status.value == "PENDING"
+    set_clock_offset(engine.db, 120)  # past the retry's backoff
+    try:
+        (again,) = work(engine, ns, handlers=["a"])
+    finally:
+        set_clock_offset(engine.db, 0)
+    first = _step(engine, ns, again, _ok({"v": 1}))
+    assert first.one_transaction
+    replay = _step(engine, ns, again, _ok({"v": 1}))
+    assert replay.completion.replay and replay.next_tasks == []
+    with pytest.raises(ReportConflictError):
+        _step(engine, ns, again, _ok({"v": 2}))
+    assert len([t for t in tasks_of(engine, wid) if t.status == "RUNNING"]) == 1
+
+
+def test_claim_next_hands_out_only_the_handlers_the_worker_serves(any_engine: Engine) -> None:
+    engine = any_engine
+    ns, wid = _seq(engine, "a", "b")
+    (a,) = work(engine, ns, handlers=["a"])
+    done = _step(engine, ns, a, handlers=("a",))
+    assert done.one_transaction and done.next_tasks == []
+    assert [t.status for t in tasks_of(engine, wid)] == ["SUCCEEDED", "PENDING"]
+
+
+def test_concurrent_steps_never_exceed_capacity_and_counters_stay_exact(
+    engine: Engine,
+) -> None:
+    """I5 under concurrency: four workers step eight seq3 instances through a queue of
+    capacity 3 and a quota of 5, each from its own connection, while starts that find the
+    queue full wait for the tick; a monitor reads the counters and the open tasks in one
+    snapshot throughout: never over the limits, always equal to the tasks they count."""
+    ns = new_namespace(engine)
+    publish(engine, ns, definition("seq", [task(n) for n in ("a", "b", "c")]))
+    set_queue_capacity(engine.db, ns, "q", 3, actor="test")
+    set_namespace_quota(engine.db, ns, 5, actor="test")
+    wids = [start(engine, ns, "seq", {}).instance.instance_id for _ in range(8)]
+    stop = threading.Event()
+    seen: list[tuple[int, int, int]] = []
+    errors: list[BaseException] = []
+
+    def _counters(conn: Any) -> tuple[int, int, int]:
+        # one statement, so one snapshot (the engine reads at READ COMMITTED)
+        row = conn.execute(sa.text(
+            "SELECT (SELECT outstanding FROM weave_queues WHERE namespace = :ns "
+            "AND name = 'q'), (SELECT outstanding FROM weave_namespace_quotas "
+            "WHERE namespace = :ns), (SELECT COUNT(*) FROM weave_tasks WHERE namespace = :ns "
+            "AND status IN ('PENDING', 'RUNNING'))"), {"ns": ns}).one()
+        return int(row[0]), int(row[1]), int(row[2])
+
+    def _monitor() -> None:
+        while not stop.is_set():
+            seen.append(engine.db.read(_counters))
+            time.sleep(0.002)
+
+    def _worker() -> None:
+        try:
+            while not stop.is_set():
+                claimed = work(engine, ns, handlers=["a", "b", "c"], max_tasks=1)
+                if not claimed:
+                    run_tick(engine)
+                    time.sleep(0.005)
+                while claimed:
+                    claimed = _step(engine, ns, claimed[0]).next_tasks
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=_monitor)]
+    threads += [threading.Thread(target=_worker) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    offset = 0
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not errors:
+            if {instance(engine, w).status for w in wids} == {"SUCCEEDED"}:
+                break
+            if engine.db.read(_counters)[2] == 0:  # all idle: the deferred starts are due
+                offset += 35
+                set_clock_offset(engine.db, offset)
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(60)
+        set_clock_offset(engine.db, 0)
+    assert errors == []
+    assert {instance(engine, w).status for w in wids} == {"SUCCEEDED"}
+    assert len(seen) > 20
+    assert max(queue for queue, _, _ in seen) <= 3
+    assert max(quota for _, quota, _ in seen) <= 5
+    assert [c for c in seen if not c[0] == c[1] == c[2]] == []
+    assert engine.db.read(_counters) == (0, 0, 0)

@@ -1,0 +1,182 @@
+"""Waiting for an instance's outcome: the long poll behind ``GET …/workflows/{id}/result``.
+
+A client that wants an instance's result asks once and is answered when the instance is
+*done* — SUCCEEDED, FAILED, CANCELLED or NEEDS_REVIEW — or when its wait runs out, instead
+of reading the whole description again and again. The answer is one narrow read of the
+instance row.
+
+Waiters of one process share one :class:`OutcomeHub` per database. They wake when:
+
+- a transaction of this process that moved an instance to a done status commits
+  (:meth:`LockedInstance.flush <weave_core.runtime.snapshot.LockedInstance.flush>` calls
+  :func:`note_done_txn`; an engine ``commit`` listener wakes the waiters after the commit,
+  never before, and a rollback discards it);
+- their re-read comes round: every :data:`RECHECK_S` seconds while they wait, which catches
+  instances another engine process settled.
+
+No connection is held while waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import weakref
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, Engine
+
+from weave_core.db import Database
+from weave_core.errors import NotFoundError
+from weave_core.exactjson import JSON
+from weave_core.runtime.instances import InstanceStatus, load_json
+from weave_core.schema import weave_instances
+
+DONE: Final = frozenset({InstanceStatus.SUCCEEDED, InstanceStatus.FAILED,
+                         InstanceStatus.CANCELLED, InstanceStatus.NEEDS_REVIEW})
+"""Statuses a result waiter is answered in (NEEDS_REVIEW waits for a person)."""
+RECHECK_S: Final = 1.0
+"""How often a waiter re-reads the instance (changes made by other engine processes)."""
+MAX_WAIT_S: Final = 60
+"""The longest ``wait_seconds`` a result request may ask for."""
+
+_INFO_KEY: Final = "weave_outcome_wakeups"
+Key = tuple[str, str]  # (namespace, instance id)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """An instance's status and result, as one narrow read returns them."""
+
+    workflow_id: str
+    status: InstanceStatus
+    paused: bool
+    revision: int
+    output: JSON
+    review_reason: str | None
+    settled_at: datetime | None
+    updated_at: datetime
+
+    @property
+    def done(self) -> bool:
+        return self.status in DONE
+
+
+_I = weave_instances
+_READ = (
+    sa.select(_I.c.instance_id, _I.c.status, _I.c.paused, _I.c.revision, _I.c.output,
+              _I.c.review_reason, _I.c.settled_at, _I.c.updated_at)
+    .where(_I.c.instance_id == sa.bindparam("id"), _I.c.namespace == sa.bindparam("ns"))
+)
+
+
+def read_outcome(db: Database, namespace: str, instance_id: str) -> Outcome:
+    """The instance's outcome now (``NotFoundError`` if it is not in ``namespace``)."""
+    row: Any = db.read(lambda conn: conn.execute(_READ, {"id": instance_id, "ns": namespace})
+                       .one_or_none(), name="read_outcome")
+    if row is None:
+        raise NotFoundError(f"workflow {instance_id!r} not found",
+                            details={"workflow_id": instance_id})
+    return Outcome(row.instance_id, InstanceStatus(row.status), bool(row.paused),
+                   int(row.revision), load_json(row.output), row.review_reason,
+                   row.settled_at, row.updated_at)
+
+
+class OutcomeHub:
+    """This process's waiters on instances of one database."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waiters: dict[Key, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
+
+    def notify(self, keys: Iterable[Key]) -> None:
+        """Wake the waiters of these instances (thread-safe; any thread)."""
+        with self._lock:
+            targets = [w for key in keys for w in self._waiters.get(key, ())]
+        for loop, flag in targets:
+            try:
+                loop.call_soon_threadsafe(flag.set)
+            except RuntimeError:  # the loop closed: nobody waits any more
+                pass
+
+    @contextmanager
+    def watching(self, key: Key) -> Iterator[asyncio.Event]:
+        """An event set whenever ``key`` is notified, for the block (register first, then
+        read: a commit between the read and the wait is never missed)."""
+        waiter = (asyncio.get_running_loop(), asyncio.Event())
+        with self._lock:
+            self._waiters.setdefault(key, set()).add(waiter)
+        try:
+            yield waiter[1]
+        finally:
+            with self._lock:
+                waiters = self._waiters.get(key)
+                if waiters is not None:
+                    waiters.discard(waiter)
+                    if not waiters:
+                        del self._waiters[key]
+
+
+_hubs: weakref.WeakKeyDictionary[Engine, OutcomeHub] = weakref.WeakKeyDictionary()
+_hubs_lock = threading.Lock()
+
+
+def _on_commit(conn: Connection) -> None:
+    keys: set[Key] | None = conn.info.pop(_INFO_KEY, None)
+    if keys:
+        hub = _hubs.get(conn.engine)
+        if hub is not None:
+            hub.notify(keys)
+
+
+def _on_rollback(conn: Connection) -> None:
+    conn.info.pop(_INFO_KEY, None)
+
+
+def outcome_hub(db: Database) -> OutcomeHub:
+    """This process's hub for ``db`` (created, with its commit listener, on first use)."""
+    with _hubs_lock:
+        hub = _hubs.get(db.engine)
+        if hub is None:
+            hub = OutcomeHub()
+            _hubs[db.engine] = hub
+            event.listen(db.engine, "commit", _on_commit)
+            event.listen(db.engine, "rollback", _on_rollback)
+        return hub
+
+
+def note_done_txn(conn: Connection, namespace: str, instance_id: str) -> None:
+    """Inside a transaction: wake this instance's result waiters once it commits."""
+    if conn.engine in _hubs:
+        keys: set[Key] = conn.info.setdefault(_INFO_KEY, set())
+        keys.add((namespace, instance_id))
+
+
+async def wait_outcome(db: Database, namespace: str, instance_id: str,
+                       wait_seconds: float) -> Outcome:
+    """The instance's outcome as soon as it is done, or after ``wait_seconds`` (0: now)."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + wait_seconds
+    with outcome_hub(db).watching((namespace, instance_id)) as woken:
+        while True:
+            woken.clear()
+            outcome = await asyncio.to_thread(read_outcome, db, namespace, instance_id)
+            remaining = end - loop.time()
+            if outcome.done or remaining <= 0:
+                return outcome
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(min(remaining, RECHECK_S)):
+                    await woken.wait()
+
+
+__all__ = [
+    "DONE", "MAX_WAIT_S", "RECHECK_S", "Outcome", "OutcomeHub", "note_done_txn",
+    "outcome_hub", "read_outcome", "wait_outcome",
+]

@@ -1,0 +1,325 @@
+"""One step in one transaction: a worker's result settled, consumed, and the next task
+claimed (DESIGN.md §0, the hot path).
+
+:func:`complete_step` is what the ``complete`` route runs. For a workflow task it does, in
+one transaction and in the R-6.2 order:
+
+1. an unlocked read of the task's queue, owner and instance;
+2. the chain: identity (shared), instance, gate, steps — the quota and queue rows only
+   when the transaction is re-run in order (below); then database time, read after the
+   instance lock so that this step's times never precede the instance's last change;
+3. the owning activation, then the task and its attempt (fencing, as ``reports``);
+4. the settle (``delivery.settle_txn``): task, attempt, event, the inbox row with its
+   frozen snapshot (R-5.1, R-5.3: the row and its unique keys are the record and the
+   dedup key), audit;
+5. the consumption of that row at once (``consumer.consume_held_txn``:
+   R-5.4 verification, step result, decision core, successors, history);
+6. ``claim_next``: a successor on the same queue whose handler the worker serves is
+   created already started for it (``dispatch.handoff``); room left is filled by a claim
+   of the queue's due tasks (``claim.claim_txn``);
+7. the capacity ledger's net change (``dispatch.queues.CapacityLedger``): a release and
+   a reservation on one queue net to nothing and touch no row.
+
+What it does not take on runs the classic path, with the same outcomes as before: a
+report that is not the current attempt's first (replay, conflict, superseded, expired
+lease), a retryable failure, a standalone task. A consumption that fails (not a
+deadlock, which re-runs everything) rolls the transaction back and takes the classic path
+too: the settled task commits alone and the inbox row is consumed, or left PENDING for the
+tick, exactly as when the report and the consumption were two transactions. A reservation
+the ledger cannot net, or a capacity row another transaction holds, re-runs the whole
+transaction with the capacity locks taken in order.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Row
+
+from weave_core import exactjson
+from weave_core.db import reruns_transaction
+from weave_core.dispatch.claim import HandlerRef, check_claim, claim, claim_txn, settle_expired
+from weave_core.dispatch.delivery import settle_txn
+from weave_core.dispatch.errors import TaskNotFoundError
+from weave_core.dispatch.handoff import Handoff, handing_off
+from weave_core.dispatch.model import (
+    AttemptEnd,
+    ClaimedTask,
+    OwnerKind,
+    ReportOutcome,
+    TaskStatus,
+)
+from weave_core.dispatch.queues import CapacityLedger, CapacityLocksNeeded, capacity_ledger
+from weave_core.dispatch.reports import (
+    Completion,
+    Report,
+    complete,
+    fence_attempt_txn,
+    settled_view,
+)
+from weave_core.engine import Engine
+from weave_core.exactjson import JSON
+from weave_core.faults import fault_point
+from weave_core.locks import lock_activation, lock_task_fenced
+from weave_core.runtime.consumer import ConsumeResult, consume_held_txn, consume_task_results
+from weave_core.runtime.snapshot import lock_chain
+from weave_core.schema import weave_activations, weave_instances, weave_tasks
+from weave_core.statements import appending
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ClaimNext:
+    """The worker's request to be handed its next tasks in the same answer."""
+
+    worker_id: str
+    handlers: Sequence[HandlerRef]
+    max_tasks: int = 1
+
+
+@dataclass(frozen=True)
+class StepDone:
+    """What a complete did: the task afterwards, replay, the tasks handed out next, and
+    how the result was consumed (None: left PENDING for the tick, or not a workflow's)."""
+
+    completion: Completion
+    next_tasks: list[ClaimedTask] = field(default_factory=list)
+    consumed: ConsumeResult | None = None
+    one_transaction: bool = False
+
+
+class _Classic(Exception):
+    """Not the merged transaction's case: roll back and take the classic path."""
+
+
+def complete_step(
+    engine: Engine,
+    *,
+    namespace: str,
+    task_id: str,
+    attempt_id: str,
+    report: Report,
+    actor: str,
+    claim_next: ClaimNext | None = None,
+) -> StepDone:
+    """Take a worker's result, consume it and claim the next tasks (module docstring)."""
+    report.check(engine.limits)
+    if claim_next is not None:  # refused before anything is recorded
+        check_claim("q", claim_next.worker_id, claim_next.handlers, claim_next.max_tasks)
+    retryable = report.outcome == ReportOutcome.FAILED and report.error is not None \
+        and report.error.retryable
+    if not retryable:
+        for in_order in (False, True):
+            try:
+                done, queue, expired = engine.db.transaction(
+                    lambda conn, o=in_order: _step_txn(  # type: ignore[misc]
+                        conn, engine, namespace, task_id, attempt_id, report, actor,
+                        claim_next, in_order=o),
+                    name="step")
+            except CapacityLocksNeeded:
+                continue
+            except _Classic:
+                break
+            if expired:
+                settle_expired(engine.db, namespace, queue, expired, actor=actor,
+                               limits=engine.limits)
+            return done
+    return _classic(engine, namespace=namespace, task_id=task_id, attempt_id=attempt_id,
+                    report=report, actor=actor, claim_next=claim_next)
+
+
+def _classic(engine: Engine, *, namespace: str, task_id: str, attempt_id: str,
+             report: Report, actor: str, claim_next: ClaimNext | None) -> StepDone:
+    """The report, the consumption and the claim as three transactions (every case)."""
+    done = complete(engine.db, namespace=namespace, task_id=task_id, attempt_id=attempt_id,
+                    report=report, actor=actor, limits=engine.limits)
+    consumed = None
+    if not done.replay and done.task.owner_kind == OwnerKind.WORKFLOW_ACTIVATION:
+        consumed = _consume_at_once(engine, namespace, task_id)
+    following: list[ClaimedTask] = []
+    if claim_next is not None:
+        following = claim(engine.db, namespace=namespace, queue=done.task.queue,
+                          worker_id=claim_next.worker_id, handlers=claim_next.handlers,
+                          max_tasks=claim_next.max_tasks, actor=actor, limits=engine.limits)
+    return StepDone(done, following, consumed)
+
+
+def _consume_at_once(engine: Engine, namespace: str, task_id: str) -> ConsumeResult | None:
+    """Consume the result this process just accepted (DESIGN.md §0 step 4).
+
+    The report has committed whatever happens here; if consuming fails, the inbox row stays
+    PENDING and the tick consumes it within a scan period, so the worker still gets its 200.
+    The failure is logged with its traceback, never dropped.
+    """
+    try:
+        results = consume_task_results(engine, namespace, task_id)
+    except Exception:  # the safety net (the tick) owns the retry; the report stands
+        logger.exception(
+            "consuming the result of task %s at once failed; the tick will retry it", task_id
+        )
+        return None
+    return results[0] if results else None
+
+
+_T, _A, _I = weave_tasks, weave_activations, weave_instances
+_PEEK = (
+    sa.select(_T.c.queue, _T.c.owner_kind, _T.c.owner_id, _A.c.instance_id,
+              _A.c.namespace.label("act_namespace"), _I.c.namespace.label("inst_namespace"),
+              _I.c.queues, _I.c.status)
+    .select_from(_T.outerjoin(_A, _A.c.activation_id == _T.c.owner_id)
+                 .outerjoin(_I, _I.c.instance_id == _A.c.instance_id))
+    .where(_T.c.task_id == sa.bindparam("task_id"), _T.c.namespace == sa.bindparam("ns"))
+)
+
+
+def _outcome(report: Report) -> tuple[TaskStatus, AttemptEnd, JSON, JSON]:
+    if report.outcome == ReportOutcome.SUCCEEDED:
+        return TaskStatus.SUCCEEDED, AttemptEnd.SUCCEEDED, report.output, None
+    error = None if report.error is None else report.error.to_json()
+    if report.outcome == ReportOutcome.CANCELLED:
+        return TaskStatus.CANCELLED, AttemptEnd.CANCELLED, None, error
+    return TaskStatus.FAILED, AttemptEnd.FAILED, None, error
+
+
+class _Routes:
+    """Where the tasks this process handed out belong (task id → namespace, owning
+    activation, instance and its queues): immutable facts, so the report of a task handed
+    out here needs no unlocked read to find its chain. Bounded; a miss reads."""
+
+    SIZE = 65_536
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: OrderedDict[str, SimpleNamespace] = OrderedDict()
+
+    def put(self, task_id: str, route: SimpleNamespace) -> None:
+        with self._lock:
+            self._items[task_id] = route
+            if len(self._items) > self.SIZE:
+                self._items.popitem(last=False)
+
+    def take(self, task_id: str) -> SimpleNamespace | None:
+        with self._lock:
+            return self._items.pop(task_id, None)
+
+
+_routes: weakref.WeakKeyDictionary[Any, _Routes] = weakref.WeakKeyDictionary()
+_routes_lock = threading.Lock()
+
+
+def _routes_of(engine: Engine) -> _Routes:
+    with _routes_lock:
+        routes = _routes.get(engine.db.engine)
+        if routes is None:
+            routes = _routes[engine.db.engine] = _Routes()
+        return routes
+
+
+def _step_txn(
+    conn: Connection, engine: Engine, namespace: str, task_id: str, attempt_id: str,
+    report: Report, actor: str, claim_next: ClaimNext | None, *, in_order: bool,
+) -> tuple[StepDone, str, list[Row[Any]]]:
+    peek: Any = _routes_of(engine).take(task_id)
+    if peek is None or peek.namespace != namespace:
+        peek = conn.execute(_PEEK, {"task_id": task_id, "ns": namespace}).one_or_none()
+    if peek is None:
+        raise TaskNotFoundError(f"task {task_id!r} not found", details={"task_id": task_id})
+    if (peek.owner_kind != OwnerKind.WORKFLOW_ACTIVATION.value or peek.instance_id is None
+            or peek.act_namespace != namespace or peek.inst_namespace != namespace):
+        raise _Classic
+    with appending(conn):
+        if in_order:
+            return _locked_step(conn, engine, peek, None, namespace, task_id,
+                                attempt_id, report, actor, claim_next)
+        with capacity_ledger(conn, namespace) as ledger:
+            return _locked_step(conn, engine, peek, ledger, namespace, task_id,
+                                attempt_id, report, actor, claim_next)
+
+
+def _locked_step(
+    conn: Connection, engine: Engine, peek: Any, ledger: CapacityLedger | None,
+    namespace: str, task_id: str, attempt_id: str, report: Report, actor: str,
+    claim_next: ClaimNext | None,
+) -> tuple[StepDone, str, list[Row[Any]]]:
+    instance = SimpleNamespace(namespace=peek.inst_namespace, queues=peek.queues,
+                               status=peek.status)
+    li = lock_chain(conn, namespace, peek.instance_id, peeked=instance,
+                    capacity=ledger is None, task_queue=peek.queue)
+    if li is None:
+        raise _Classic
+    act = lock_activation(conn, peek.owner_id)
+    # Database time comes with the task lock, a statement that starts after the instance
+    # lock: every earlier change of this instance has committed, so the times of its
+    # history, tasks and steps keep their order (no clamp to read).
+    task = lock_task_fenced(conn, task_id, attempt_id, engine.db.now_columns)
+    if task is None or task.namespace != namespace or task.owner_id != peek.owner_id:
+        raise _Classic  # not the task the route named: the classic path answers
+    now = engine.db.now_of(task)
+    if task.attempt_found is None:
+        fence_attempt_txn(conn, task_id, attempt_id)  # raises attempt_not_found
+    if (task.attempt_report_hash is not None or task.status != TaskStatus.RUNNING
+            or task.current_attempt_id != attempt_id or task.attempt_finished_at is not None
+            or (task.timeout_at is not None and task.timeout_at <= now)):
+        raise _Classic  # replay, conflict, superseded, expired: reports' own answers
+    fault_point("report.before_settle")
+    status, end, result, error = _outcome(report)
+    delivered: list[dict[str, Any]] = []
+    revision = settle_txn(conn, task, now=now, status=status, actor=actor, attempt_end=end,
+                          report_hash=report.content_hash(), result=result, error=error,
+                          limits=engine.limits, owner=act, delivered=delivered)
+    keys = [] if claim_next is None else [h.key for h in claim_next.handlers]
+    handoff = Handoff(namespace, str(task.queue), "" if claim_next is None
+                      else claim_next.worker_id, frozenset(keys),
+                      0 if claim_next is None else claim_next.max_tasks)
+    with handing_off(conn, handoff):  # a successor the worker serves starts at once
+        consumed = _consume(conn, engine, li, act, task, revision, delivered[0], now)
+    following = list(handoff.claimed)
+    routes = _routes_of(engine)
+    for claimed in following:  # its report finds its chain without a read
+        routes.put(claimed.task_id, SimpleNamespace(
+            namespace=namespace, queue=task.queue, owner_kind=task.owner_kind,
+            owner_id=handoff.owners[claimed.task_id], instance_id=li.instance_id,
+            act_namespace=namespace, inst_namespace=namespace,
+            queues=exactjson.dumps(list(li.queues)), status=li.status.value))
+    expired: list[Row[Any]] = []
+    if claim_next is not None and len(following) < claim_next.max_tasks:
+        more, expired = claim_txn(
+            conn, namespace=namespace, queue=task.queue, worker_id=claim_next.worker_id,
+            handler_keys=keys, max_tasks=claim_next.max_tasks - len(following), now=now)
+        following += more
+    if ledger is not None:
+        ledger.apply(conn, now)
+    completion = Completion(settled_view(task, status, revision, result, error, now))
+    return StepDone(completion, following, consumed, True), str(task.queue), expired
+
+
+def _consume(conn: Connection, engine: Engine, li: Any, act: Any, task: Row[Any],
+             revision: int, inbox: dict[str, Any], now: Any) -> ConsumeResult:
+    """Consume the row just written. A failure (not a re-run) takes the classic path: the
+    report commits alone and the row is consumed, or deferred, as it always was."""
+    row = SimpleNamespace(**inbox)
+    held = SimpleNamespace(namespace=task.namespace, queue=task.queue, owner_id=task.owner_id,
+                           gate_id=task.gate_id, revision=revision, attempt_task_id=task.task_id)
+    try:
+        return consume_held_txn(conn, engine, li, act, row, now, held_task=held,
+                                after_lock=True)
+    except (CapacityLocksNeeded, _Classic):
+        raise
+    except Exception as exc:
+        if reruns_transaction(exc):
+            raise
+        logger.info("consuming inbox row %s in the step transaction failed (%s); taking "
+                    "the classic path", row.id, exc)
+        raise _Classic from exc
+
+
+__all__ = ["ClaimNext", "StepDone", "complete_step"]
