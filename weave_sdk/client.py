@@ -275,9 +275,15 @@ class _ListQuery:
     paused: bool | None = None
     created_after: datetime | None = None
     created_before: datetime | None = None
+    idempotency_key: str | None = None
+    operation_type: str | None = None
 
     def params(self, cursor: str | None, limit: int | None) -> dict[str, str]:
         params: dict[str, str] = {}
+        if self.idempotency_key is not None:
+            params["idempotency_key"] = self.idempotency_key
+        if self.operation_type is not None:
+            params["operation_type"] = self.operation_type
         if self.status is not None:
             params["status"] = str(WorkflowStatus(self.status).value)
         if self.definition_id is not None:
@@ -295,6 +301,12 @@ class _ListQuery:
         if limit is not None:
             params["limit"] = str(limit)
         return params
+
+
+def _key(value: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError("idempotency_key must be a non-empty string")
+    return value
 
 
 def _with_query(path: str, params: Mapping[str, str]) -> str:
@@ -489,6 +501,23 @@ class Client:
         """One instance with its steps, activations, tasks and pending work."""
         return self._run(self._settings.get_workflow(workflow_id))
 
+    def find_workflow(self, idempotency_key: str, *,
+                      operation_type: str | None = None) -> WorkflowHandle | None:
+        """The instance started with ``idempotency_key`` (your business key), or ``None``.
+
+        :param operation_type: the idempotency scope of the start (server default
+            ``"start"``).
+
+        One indexed read (``GET .../workflows?idempotency_key=…``); the handle's
+        ``started`` is the instance as listed.
+        """
+        query = _ListQuery(idempotency_key=_key(idempotency_key), operation_type=operation_type)
+        page = self._run(self._settings.list_workflows(query, None, 1))
+        if not page.items:
+            return None
+        found = page.items[0]
+        return WorkflowHandle(self, found.workflow_id, started=found, created=False)
+
     def list_workflows_page(
         self,
         *,
@@ -663,6 +692,16 @@ class AsyncClient:
     async def get_workflow(self, workflow_id: str) -> WorkflowDescription:
         """See ``Client.get_workflow``."""
         return await self._run(self._settings.get_workflow(workflow_id))
+
+    async def find_workflow(self, idempotency_key: str, *,
+                            operation_type: str | None = None) -> AsyncWorkflowHandle | None:
+        """See ``Client.find_workflow``."""
+        query = _ListQuery(idempotency_key=_key(idempotency_key), operation_type=operation_type)
+        page = await self._run(self._settings.list_workflows(query, None, 1))
+        if not page.items:
+            return None
+        found = page.items[0]
+        return AsyncWorkflowHandle(self, found.workflow_id, started=found, created=False)
 
     async def list_workflows_page(
         self,

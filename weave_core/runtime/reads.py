@@ -18,11 +18,12 @@ from sqlalchemy.engine import Connection
 from weave_core.audit import AuditEntry, list_audit
 from weave_core.db import Database
 from weave_core.errors import Problem, ValidationError
-from weave_core.runtime.admission import read_instance
+from weave_core.runtime.admission import DEFAULT_OPERATION_TYPE, read_instance
 from weave_core.runtime.history import MAX_HISTORY_PAGE, read_transitions
 from weave_core.runtime.instances import InstanceStatus, InstanceView, iso, load_json
 from weave_core.schema import (
     weave_activations,
+    weave_idempotency,
     weave_instances,
     weave_pending_advances,
     weave_steps,
@@ -149,6 +150,10 @@ class ListFilter:
     paused: bool | None = None
     created_after: datetime | None = None
     created_before: datetime | None = None
+    idempotency_key: str | None = None
+    """The business key of the start: the instance is found through the primary key of
+    ``weave_idempotency`` (namespace, operation type, key), never by a scan."""
+    operation_type: str = DEFAULT_OPERATION_TYPE
 
 
 def encode_cursor(created_at: datetime, instance_id: str) -> str:
@@ -167,6 +172,16 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
         ]) from None
 
 
+def by_idempotency_key(namespace: str, operation_type: str,
+                       key: str) -> sa.ScalarSelect[Any]:
+    """The instance id started under (namespace, operation type, key): a primary-key read."""
+    d = weave_idempotency
+    return (sa.select(d.c.instance_id)
+            .where(d.c.namespace == namespace, d.c.operation_type == operation_type,
+                   d.c.idempotency_key == key)
+            .scalar_subquery())
+
+
 def list_instances(
     db: Database, namespace: str, filters: ListFilter, *, cursor: str | None = None,
     limit: int = DEFAULT_LIST_LIMIT,
@@ -175,6 +190,19 @@ def list_instances(
     if not 1 <= limit <= MAX_LIST_LIMIT:
         raise ValidationError("invalid limit", [
             Problem("$.limit", "invalid_field", f"limit is 1 to {MAX_LIST_LIMIT}")])
+    stmt = list_statement(namespace, filters, cursor, limit)
+    rows = db.read(lambda conn: list(conn.execute(stmt).mappings()), name="list_instances")
+    views = [InstanceView.from_row(r) for r in rows[:limit]]
+    next_cursor = None
+    if len(rows) > limit:
+        last = views[-1]
+        next_cursor = encode_cursor(last.created_at, last.instance_id)
+    return views, next_cursor
+
+
+def list_statement(namespace: str, filters: ListFilter, cursor: str | None,
+                   limit: int) -> sa.Select[Any]:
+    """The list's one SELECT (``limit + 1`` rows: the extra one says a page follows)."""
     i = weave_instances
     stmt = sa.select(i).where(i.c.namespace == namespace)
     if filters.status is not None:
@@ -189,18 +217,14 @@ def list_instances(
         stmt = stmt.where(i.c.created_at >= filters.created_after)
     if filters.created_before is not None:
         stmt = stmt.where(i.c.created_at < filters.created_before)
+    if filters.idempotency_key is not None:
+        stmt = stmt.where(i.c.instance_id == by_idempotency_key(
+            namespace, filters.operation_type, filters.idempotency_key))
     if cursor is not None:
         at, last_id = decode_cursor(cursor)
         stmt = stmt.where(sa.or_(i.c.created_at < at,
                                  sa.and_(i.c.created_at == at, i.c.instance_id < last_id)))
-    stmt = stmt.order_by(i.c.created_at.desc(), i.c.instance_id.desc()).limit(limit + 1)
-    rows = db.read(lambda conn: list(conn.execute(stmt).mappings()), name="list_instances")
-    views = [InstanceView.from_row(r) for r in rows[:limit]]
-    next_cursor = None
-    if len(rows) > limit:
-        last = views[-1]
-        next_cursor = encode_cursor(last.created_at, last.instance_id)
-    return views, next_cursor
+    return stmt.order_by(i.c.created_at.desc(), i.c.instance_id.desc()).limit(limit + 1)
 
 
 # --- history ----------------------------------------------------------------------------
@@ -249,9 +273,11 @@ __all__ = [
     "DEFAULT_LIST_LIMIT",
     "MAX_LIST_LIMIT",
     "ListFilter",
+    "by_idempotency_key",
     "decode_cursor",
     "describe_instance",
     "encode_cursor",
     "list_instances",
+    "list_statement",
     "read_history",
 ]

@@ -16,6 +16,7 @@ from starlette.responses import Response
 from weave_core.errors import Problem, ValidationError
 from weave_core.identity import Permission
 from weave_core.runtime import InstanceStatus, StartRequest, start_workflow
+from weave_core.runtime.admission import DEFAULT_OPERATION_TYPE
 from weave_core.runtime.outcomes import MAX_WAIT_S, wait_outcome
 from weave_core.runtime.reads import (
     DEFAULT_LIST_LIMIT,
@@ -81,6 +82,21 @@ async def start(request: Request, ctx: Context) -> Response:
                          201 if result.created else 200)
 
 
+def _key_filter(request: Request) -> dict[str, str]:
+    """``idempotency_key`` (with ``operation_type``, default ``start``): find by business key."""
+    q = request.query_params
+    key, operation_type = q.get("idempotency_key"), q.get("operation_type")
+    if key is None:
+        if operation_type is not None:
+            raise _bad_query("operation_type", "only with idempotency_key")
+        return {}
+    if not 1 <= len(key) <= 255:
+        raise _bad_query("idempotency_key", "1 to 255 characters")
+    if operation_type is not None and not 1 <= len(operation_type) <= 64:
+        raise _bad_query("operation_type", "1 to 64 characters")
+    return {"idempotency_key": key, "operation_type": operation_type or DEFAULT_OPERATION_TYPE}
+
+
 async def list_all(request: Request, ctx: Context) -> Response:
     _, namespace = ctx.require_principal()
     q = request.query_params
@@ -97,6 +113,7 @@ async def list_all(request: Request, ctx: Context) -> Response:
         paused=None if paused is None else paused == "true",
         created_after=_time(request, "created_after"),
         created_before=_time(request, "created_before"),
+        **_key_filter(request),
     )
     views, cursor = await run_in_threadpool(
         list_instances, ctx.engine.db, namespace, filters, cursor=q.get("cursor"),
@@ -165,7 +182,7 @@ API_ROUTES: tuple[ApiRoute, ...] = (
     ApiRoute(
         method="GET", path=WORKFLOWS, endpoint=list_all, operation_id="listWorkflows",
         summary="List instances (filters: status, definition_id, version, paused, "
-        "created_after, created_before; cursor, limit)",
+        "created_after, created_before, idempotency_key with operation_type; cursor, limit)",
         permission=Permission.READ,
         responses={200: (WorkflowList, "instances, newest first")},
         errors=(422,), tags=("workflows",),
