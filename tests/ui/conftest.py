@@ -7,11 +7,20 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+from starlette.testclient import TestClient
 
 from tests.live_server import LiveServer
 from tests.ui.helpers import Api
+from weave_core.db import Database
+from weave_core.engine import Engine
+from weave_core.limits import Limits
+from weave_core.plugins import PluginHost
+from weave_http.app import create_app
+
+Response = httpx.Response
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -60,3 +69,46 @@ def api(weave_server: LiveServer) -> Iterator[Api]:
     client = Api(weave_server)
     yield client
     client.client.close()
+
+
+@pytest.fixture(scope="session")
+def plugin_host() -> PluginHost:
+    return PluginHost.from_entry_points()
+
+
+@pytest.fixture
+def any_engine(any_db: Database, plugin_host: PluginHost) -> Engine:
+    """An in-process engine on MariaDB and on the embedded SQLite default."""
+    return Engine(db=any_db, plugins=plugin_host, limits=Limits(), node_id="ui-test")
+
+
+@pytest.fixture
+def mysql_engine(mysql_db: Database, plugin_host: PluginHost) -> Engine:
+    return Engine(db=mysql_db, plugins=plugin_host, limits=Limits(), node_id="ui-test")
+
+
+class Console:
+    """The console through Starlette's TestClient: signs in like a browser does."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.client = TestClient(create_app(engine), raise_server_exceptions=True)
+
+    def sign_in(self, token: str) -> Response:
+        form = self.client.get("/ui/login")
+        nonce = re.search(r'name="nonce" value="([^"]+)"', form.text)
+        assert nonce is not None
+        return self.client.post("/ui/login", data={"token": token, "nonce": nonce.group(1)},
+                                follow_redirects=False)
+
+    def csrf(self, path: str) -> str:
+        found = re.search(r'name="csrf" value="([^"]+)"', self.client.get(path).text)
+        assert found is not None
+        return found.group(1)
+
+
+@pytest.fixture
+def console(any_engine: Engine) -> Iterator[Console]:
+    c = Console(any_engine)
+    with c.client:
+        yield c
