@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Locator, Page, sync_playwright
 from starlette.testclient import TestClient
 
 from tests.live_server import LiveServer
@@ -55,6 +55,11 @@ def page(context: BrowserContext) -> Page:
 def shot(page: Page, name: str, *, full: bool = False) -> None:
     SCREENSHOTS.mkdir(exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=full)
+
+
+def shot_of(locator: Locator, name: str) -> None:
+    SCREENSHOTS.mkdir(exist_ok=True)
+    locator.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
 
 
 def sign_in(page: Page, server: LiveServer, token: str) -> None:

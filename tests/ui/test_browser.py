@@ -8,7 +8,7 @@ import re
 from playwright.sync_api import BrowserContext, Page, expect
 
 from tests.live_server import LiveServer, ServerProcess
-from tests.ui.conftest import shot, sign_in
+from tests.ui.conftest import shot, shot_of, sign_in
 from tests.ui.helpers import Api, claim_definition, phase, to_review
 from weave_core.identity import Permission
 
@@ -112,11 +112,12 @@ def test_reviewer_concludes_and_recovers_a_step(page: Page, weave_server: LiveSe
     box = page.locator("section.review")
     expect(box).to_contain_text("In review: task_failed")
     expect(page.locator("svg.graph .ph-failed[data-step='submit_payment']")).to_have_count(1)
-    shot(page, "review", full=True)
+    shot(page, "review")
     box.get_by_role("link", name="submit_payment").click()
     detail = page.locator("#step-detail")
     expect(detail).to_contain_text("payment partner timed out")  # the task's error
     expect(detail).to_contain_text("ui-test-worker")  # its attempt
+    shot_of(detail, "review-step")
     conclude = page.get_by_role("form", name="Conclude on step submit_payment")
     conclude.get_by_label("Conclusion").select_option("effect_confirmed_absent")
     conclude.get_by_label("Evidence (a JSON object)").fill(
@@ -153,6 +154,8 @@ def test_a_stale_page_is_refused_with_a_message(page: Page, weave_server: LiveSe
     expect(alert).to_contain_text("Someone changed this instance after you opened the page")
     expect(alert).to_contain_text("control_version_conflict")
     expect(alert).to_contain_text("HTTP 409")
+    expect(page.get_by_role("link", name="Back to the page you came from")).to_have_attribute(
+        "href", f"/ui/n/{weave_server.namespace}/instances/{wid}")
     shot(page, "stale")
     assert api.get(wid)["control_version"] == 1  # nothing overwritten
 

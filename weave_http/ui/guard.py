@@ -55,7 +55,9 @@ def guarded(engine: Engine, handler: Handler,
         try:
             return await handler(request, engine, session)
         except WeaveError as exc:
-            return error_page(exc, session, request.headers.get("x-ui-back"))
+            path = request.url.path
+            return error_page(exc, session, path.removesuffix("/act")
+                              if path.endswith("/act") else None)
 
     return endpoint
 
