@@ -48,6 +48,7 @@ class Connection:
         self._sock: socket.socket | None = None
         self._file: io.BufferedReader | None = None
         self._used = 0.0
+        self._aborted = False
 
     def close(self) -> None:
         sock, self._sock, self._file = self._sock, None, None
@@ -58,7 +59,8 @@ class Connection:
                 pass
 
     def abort(self) -> None:
-        """Interrupt a request in flight from another thread (its read fails)."""
+        """Interrupt a request in flight from another thread (its read fails, no retry)."""
+        self._aborted = True
         sock = self._sock
         if sock is not None:
             try:
@@ -90,7 +92,7 @@ class Connection:
             return self._exchange(request, timeout)
         except (OSError, _Closed) as exc:
             self.close()
-            if reused and isinstance(exc, _Closed) and exc.before_answer:
+            if reused and isinstance(exc, _Closed) and exc.before_answer and not self._aborted:
                 # Closed by the server between two requests: it never read this one.
                 try:
                     return self._exchange(request, timeout)

@@ -98,6 +98,8 @@ class Worker:
     :param wait_seconds: long-poll length of one claim (1..30, default 20).
     :param shutdown_grace: seconds in-flight tasks get to finish after a stop signal;
         tasks still running then are reported as retryable ``worker_shutdown`` failures.
+    :param poll_grace: seconds a claim long poll in flight at :meth:`stop` may still
+        answer (tasks it hands out are run) before it is cut (default 1).
     """
 
     def __init__(
@@ -110,6 +112,7 @@ class Worker:
         worker_id: str | None = None,
         wait_seconds: int = DEFAULT_WAIT_SECONDS,
         shutdown_grace: float = 30.0,
+        poll_grace: float = 1.0,
     ) -> None:
         settings = _Settings(None, None, None) if client is None else client._settings
         settings.ns_path("")  # a namespace is required
@@ -123,6 +126,7 @@ class Worker:
         self.worker_id = worker_id or f"{socket.gethostname()}-{os.getpid()}"
         self.wait_seconds = wait_seconds
         self.shutdown_grace = shutdown_grace
+        self.poll_grace = poll_grace
         self._handlers: dict[tuple[str, str], HandlerDef] = {}
         for h in handlers:
             self._add(h)
@@ -234,7 +238,7 @@ class Worker:
         self._stop.set()
         claimer = self._claimer
         if claimer is not None:  # a long poll in flight: let it answer briefly, then cut it
-            timer = threading.Timer(1.0, claimer.abort)
+            timer = threading.Timer(self.poll_grace, claimer.abort)
             timer.daemon = True
             timer.start()
 

@@ -12,13 +12,17 @@ from pathlib import Path
 
 SDK_DIR = Path(__file__).resolve().parents[2] / "weave_sdk"
 ENGINE_PACKAGES = ("weave_core", "weave_nodes", "weave_http", "migrations")
+LAZY_ENGINE = ("testing.py",)
+"""Modules of the ``testing`` extra: they import the engine inside functions only, when an
+environment starts, so that importing them never needs it."""
 
 
 def test_sdk_sources_import_nothing_from_the_engine() -> None:
     offenders: list[str] = []
     for source in sorted(SDK_DIR.glob("*.py")):
         tree = ast.parse(source.read_text(), str(source))
-        for node in ast.walk(tree):
+        nodes = tree.body if source.name in LAZY_ENGINE else list(ast.walk(tree))
+        for node in nodes:
             names: list[str] = []
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
@@ -48,6 +52,13 @@ CHECK_SCRIPT = textwrap.dedent(
               "weave_http", "migrations"}]
     assert engine == [], engine
     assert importlib.util.find_spec("weave_core") is None, "the engine is installed here"
+    from weave_sdk.testing import WorkflowEnvironment   # importable without the extra
+    try:
+        WorkflowEnvironment().start()
+    except weave_sdk.ConfigurationError as exc:
+        assert "weave-sdk[testing]" in str(exc), exc
+    else:
+        raise AssertionError("started without the engine")
     print("ok", weave_sdk.__version__, weave_sdk.__file__)
     """
 )
@@ -72,6 +83,15 @@ def test_wheel_installs_and_imports_without_the_engine(tmp_path: Path) -> None:
     assert "weave_sdk/py.typed" in names
     assert "weave_sdk/client.py" in names
     assert not [n for n in names if n.split("/")[0] in (*ENGINE_PACKAGES, "tests")]
+    assert "weave_sdk/testing.py" in names and "weave_sdk/pytest_plugin.py" in names
+    with zipfile.ZipFile(wheel) as archive:
+        (meta,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        metadata = archive.read(meta).decode()
+    required = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
+    assert "Provides-Extra: testing" in metadata
+    assert 'Requires-Dist: weave-engine==0.1.0; extra == "testing"' in required, required
+    assert [r for r in required if "extra" not in r] == [
+        "Requires-Dist: httpx>=0.27", "Requires-Dist: pydantic<3,>=2.7"], required
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
