@@ -178,3 +178,10 @@ def test_sign_out_clears_the_cookie(console: Console) -> None:
     assert any(c.startswith('weave_ui_session=""') for c in out.headers.get_list("set-cookie"))
     assert console.client.get(f"/ui/n/{ns}/instances", follow_redirects=False
                               ).headers["location"] == "/ui/login"
+
+
+def test_signing_out_without_a_session_just_goes_to_the_sign_in_page(console: Console) -> None:
+    out = console.client.post("/ui/logout", data={}, follow_redirects=False)
+    assert out.status_code == 303 and out.headers["location"] == "/ui/login"
+    home = console.client.get("/ui/", follow_redirects=False)
+    assert home.status_code == 303 and home.headers["location"] == "/ui/login"

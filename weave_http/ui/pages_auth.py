@@ -15,6 +15,7 @@ from weave_http.ui.guard import redirect
 from weave_http.ui.messages import refusal
 from weave_http.ui.render import page
 from weave_http.ui.session import (
+    SESSION_COOKIE,
     check_csrf,
     check_login_nonce,
     clear_session_cookie,
@@ -62,6 +63,8 @@ async def login(request: Request, engine: Engine) -> Response:
 
 async def logout(request: Request, engine: Engine) -> Response:
     response = redirect("/ui/login")
+    if not request.cookies.get(SESSION_COOKIE):
+        return response  # not signed in: nothing to clear
     try:
         form = await read_form(request, engine.limits)
         check_csrf(request, form.get("csrf"))
