@@ -19,7 +19,8 @@ Time is the database clock (``weave_clock``): ``env.sleep(timedelta(days=1))`` m
 timers, signal timeouts, poll intervals, retries and deadlines that fall due fire at once.
 While time skipping is on (``env.run``, ``env.result``, ``with env.skipping_time():``, or
 ``auto_skip=True``), whenever nothing is runnable — no task waiting for or held by a
-worker, no due work for the engine — the clock jumps to the next due time. Off, a signal
+worker, no due work for the engine — the clock jumps to the next due time. It never
+skips while an instance is in review: a person acts there, not time. Off, a signal
 wait stays open until the test sends the signal.
 
 The engine is imported only when an environment starts: this module is part of the
@@ -65,19 +66,42 @@ def _engine_modules() -> Any:
                                "app": app})
 
 
-def _next_due(db: Any, conn: Any) -> tuple[datetime, datetime | None]:
-    """Database time and the next time something falls due; ``None`` while anything is
-    runnable now (a task waiting for or held by a worker, due inbox rows or advances)."""
+def _runnable(db: Any, conn: Any, now: datetime) -> bool:
+    """Whether a task waits for or is held by a worker, or work is due for the engine."""
     import sqlalchemy as sa
 
     from weave_core.schema import weave_inbox, weave_pending_advances, weave_tasks
 
-    now: datetime = db.now(conn)
     t, i, p = weave_tasks, weave_inbox, weave_pending_advances
-    running = conn.execute(sa.select(t.c.task_id).where(
-        sa.or_(t.c.status == "RUNNING",
-               sa.and_(t.c.status == "PENDING", t.c.available_at <= now))).limit(1)).first()
-    if running is not None:
+    checks = (
+        sa.select(t.c.task_id).where(sa.or_(
+            t.c.status == "RUNNING", sa.and_(t.c.status == "PENDING", t.c.available_at <= now))),
+        sa.select(i.c.id).where(i.c.state == "PENDING", i.c.available_at <= now),
+        sa.select(p.c.id).where(p.c.state == "PENDING", p.c.due_at <= now),
+    )
+    return any(conn.execute(c.limit(1)).first() is not None for c in checks)
+
+
+def _next_due(db: Any, conn: Any) -> tuple[datetime, datetime | None]:
+    """Database time and the next time something falls due; ``None`` while anything is
+    runnable now (a task waiting for or held by a worker, due inbox rows or advances),
+    while an instance is in review (a person acts, not time) or none is in flight."""
+    import sqlalchemy as sa
+
+    from weave_core.schema import (
+        weave_inbox,
+        weave_instances,
+        weave_pending_advances,
+        weave_tasks,
+    )
+
+    now: datetime = db.now(conn)
+    w = weave_instances
+    statuses = set(conn.execute(sa.select(w.c.status).distinct()).scalars())
+    if "NEEDS_REVIEW" in statuses or not statuses & {"RUNNING", "WAITING", "CANCELLING"}:
+        return now, None
+    t, i, p = weave_tasks, weave_inbox, weave_pending_advances
+    if _runnable(db, conn, now):
         return now, None
     candidates = [
         conn.execute(sa.select(sa.func.min(t.c.available_at))
@@ -213,10 +237,17 @@ class WorkflowEnvironment:
         return result
 
     def sleep(self, duration: timedelta | float) -> None:
-        """Move the clock forward by ``duration`` and run what fell due."""
+        """Let what is runnable now finish (up to 30 s), then move the clock forward by
+        ``duration`` and run what fell due."""
         seconds = duration.total_seconds() if isinstance(duration, timedelta) else duration
         if seconds < 0:
             raise ValueError("time only moves forward")
+        db = self._engine.db
+        deadline = time.monotonic() + 30
+        while db.read(lambda conn: _runnable(db, conn, db.now(conn)), name="test_quiet"):
+            if time.monotonic() > deadline:
+                raise TimeoutError("work is still running after 30 s; the clock was not moved")
+            time.sleep(_IDLE_S)
         with self._lock:
             self._move(seconds)
             while self._tick():

@@ -1,0 +1,2 @@
+"""The order flow of docs/quickstart.md: handlers (``handlers``), the workflow (``flow``),
+the worker (``worker``) and their tests (``test_orders``)."""
