@@ -1,4 +1,4 @@
-"""The runtime bench scenarios (S1, S2, S3, S8, S9) run through the harness at tiny size.
+"""The runtime bench scenarios (the step, S1, S2 on one and two engines, S3, S8, S9) run through the harness at tiny size.
 
 This proves each scenario runs end to end and reports sane figures; the numbers
 themselves are judged in docs/benchmarks.md from ``--size small``/``full`` runs. The
@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.mysql]
 @pytest.fixture(scope="module")
 def report() -> dict[tuple[str, str], float]:
     drop_mysql_database(create_mysql_database("weave_probe"))  # skip/fail early w/o MariaDB
-    result = run(["s1", "s2", "s3", "s8", "s9"], repeat=1, size="tiny",
+    result = run(["step", "s1", "s2", "s2x2", "s3", "s8", "s9"], repeat=1, size="tiny",
                  server_url=MYSQL_SERVER_URL)
     return {(s.scenario, s.name): s.median for s in result.summaries}
 
@@ -37,10 +37,22 @@ def test_s1_and_s3_report_latencies(report: dict[tuple[str, str], float]) -> Non
 
 
 def test_s2_reports_throughput_without_deadlocks(report: dict[tuple[str, str], float]) -> None:
-    assert report[("s2", "steps_per_s")] > 0
-    assert report[("s2", "p99")] >= report[("s2", "p50")] > 0
-    assert report[("s2", "deadlocks")] == 0
-    assert report[("s2", "lock_wait_timeouts")] == 0
+    for scenario in ("s2", "s2x2"):  # one engine process, then two on one port
+        assert report[(scenario, "steps_per_s")] > 0
+        assert report[(scenario, "p99")] >= report[(scenario, "p50")] > 0
+        assert report[(scenario, "deadlocks")] == 0
+        assert report[(scenario, "lock_wait_timeouts")] == 0
+        assert report[(scenario, "worker_cpu_per_step")] > 0
+    assert report[("s1", "worker_cpu_per_step")] > 0
+
+
+def test_a_step_is_one_transaction_of_twenty_statements(
+    report: dict[tuple[str, str], float],
+) -> None:
+    assert report[("step", "commits_per_step")] == 1
+    assert report[("step", "statements_per_step")] <= 20
+    assert report[("step", "one_transaction_share")] == 1
+    assert report[("step", "engine_cpu_per_step")] > 0
 
 
 def test_s8_two_engines_duplicate_nothing(report: dict[tuple[str, str], float]) -> None:

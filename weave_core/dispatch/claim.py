@@ -191,16 +191,21 @@ async def claim_wait(
     end = loop.time() + wait_seconds
     hub = hub_for(db)
     keys = [h.key for h in handlers]
-    while True:
-        tasks = await asyncio.to_thread(
-            claim, db, namespace=namespace, queue=queue, worker_id=worker_id,
-            handlers=handlers, max_tasks=max_tasks, actor=actor, limits=limits,
-        )
-        remaining = end - loop.time()
-        if tasks or remaining <= 0:
-            return tasks
-        if not await hub.wait((namespace, queue), keys, remaining):
-            return []
+    with hub.listening((namespace, queue), keys) as woken:  # before the first claim
+        while True:
+            woken.clear()
+            tasks = await asyncio.to_thread(
+                claim, db, namespace=namespace, queue=queue, worker_id=worker_id,
+                handlers=handlers, max_tasks=max_tasks, actor=actor, limits=limits,
+            )
+            remaining = end - loop.time()
+            if tasks or remaining <= 0:
+                return tasks
+            try:
+                async with asyncio.timeout(remaining):
+                    await woken.wait()
+            except TimeoutError:
+                return []
 
 
 __all__ = ["HandlerRef", "check_claim", "claim", "claim_txn", "claim_wait", "settle_expired"]

@@ -21,7 +21,7 @@ import contextlib
 import logging
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any, Final
 
@@ -81,6 +81,19 @@ class WakeupHub:
 
     async def wait(self, key: Key, handler_keys: Iterable[str], timeout: float) -> bool:
         """Wait until woken for ``key`` or ``timeout`` seconds pass; True when woken."""
+        with self.listening(key, handler_keys) as woken:
+            try:
+                async with asyncio.timeout(timeout):
+                    await woken.wait()
+                return True
+            except TimeoutError:
+                return False
+
+    @contextlib.contextmanager
+    def listening(self, key: Key, handler_keys: Iterable[str]) -> Iterator[asyncio.Event]:
+        """An event set whenever ``key`` is woken, for the whole block: a claimer that
+        listens *before* it claims never misses a commit between its claim and its wait
+        (which would otherwise cost it the watcher's next probe, up to a second)."""
         loop = asyncio.get_running_loop()
         waiter = _Waiter(loop, frozenset(handler_keys))
         with self._lock:
@@ -89,11 +102,7 @@ class WakeupHub:
             if watcher is None or watcher.done() or watcher.get_loop() is not loop:
                 self._watchers[key] = loop.create_task(self._watch(key))
         try:
-            async with asyncio.timeout(timeout):
-                await waiter.event.wait()
-            return True
-        except TimeoutError:
-            return False
+            yield waiter.event
         finally:
             with self._lock:
                 waiters = self._waiters.get(key)

@@ -22,6 +22,7 @@ Size = Literal["tiny", "small", "full"]
 
 SCENARIO_MODULES: tuple[str, ...] = (
     "plan_scenario", "dispatch_scenarios", "runtime_scenarios", "wait_scenarios", "scan_scenario",
+    "step_scenario",
 )
 """Modules of this package that register scenarios (a missing one is reported, not fatal)."""
 
