@@ -4,8 +4,9 @@
 [--param-version V] [--evidence REF ...]``. Connection from ``--url``/``--token``/
 ``--namespace``, else ``WEAVE_URL``/``WEAVE_TOKEN``/``WEAVE_NAMESPACE``. Prints the
 acceptance (``accepted`` for a new one, ``replayed`` for the same id and content) and the
-signal's state; ``--json`` prints the server's view as exact JSON. Refusals print
-``error[<code>]: <detail>`` and exit 1.
+signal's state, then whether it was consumed at once, matched an open wait, or was stored
+unmatched; ``--json`` prints the server's view as exact JSON. ``weave signals WORKFLOW_ID``
+lists an instance's signals. Refusals print ``error[<code>]: <detail>`` and exit 1.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ import argparse
 import dataclasses
 from typing import Any, TextIO
 
-from weave_http.cli.workflows import _connection_options, run_command
+from weave_http.cli.views import render_signals, signal_match
+from weave_http.cli.workflows import _connection_options, _plain, run_command
 from weave_sdk import Client
 from weave_sdk._json import dumps, loads
-from weave_sdk.signals import send_signal
+from weave_sdk.signals import list_signals, send_signal
+from weave_sdk.views import SignalInfo
 
 
 class _BadPayload(ValueError):
@@ -41,6 +44,19 @@ def _signal(client: Client, args: argparse.Namespace, out: TextIO, err: TextIO) 
     verb = "accepted" if acceptance.created else "replayed"
     print(f"signal {acceptance.signal_id} {verb}: state {acceptance.state}, "
           f"accepted_at {acceptance.accepted_at}", file=out)
+    print(signal_match(SignalInfo.model_validate(dataclasses.asdict(acceptance))), file=out)
+    return 0
+
+
+def _signals(client: Client, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    items = [SignalInfo.model_validate(dataclasses.asdict(s))
+             for s in list_signals(client, args.workflow_id)]
+    if args.json:
+        print(dumps(_plain(items)), file=out)
+    elif items:
+        render_signals(items, out)
+    else:
+        print(f"no signals for {args.workflow_id}", file=out)
     return 0
 
 
@@ -62,6 +78,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="an evidence reference (repeatable)")
     _connection_options(parser)
     parser.set_defaults(func=lambda args: run_command(_signal, args))
+
+    listing = subparsers.add_parser(
+        "signals", help="list a workflow instance's signals",
+        description="List an instance's signals in acceptance order: state, and whether "
+        "each was consumed, matched an open wait, or is stored unmatched.")
+    listing.add_argument("workflow_id", metavar="WORKFLOW_ID")
+    _connection_options(listing)
+    listing.set_defaults(func=lambda args: run_command(_signals, args))
 
 
 __all__ = ["register"]

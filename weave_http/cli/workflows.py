@@ -231,6 +231,9 @@ def _start(client: Client, args: argparse.Namespace, out: TextIO, err: TextIO) -
         code = "workflow_timeout" if isinstance(exc, WorkflowTimeoutError) else (
             f"workflow_{exc.status.value.lower()}")
         print(f"error[{code}]: {exc}", file=err)
+        from weave_http.cli.views import render_failure
+
+        render_failure(exc, err)
         return 1
     final = handle.describe()
     if args.json:
@@ -243,8 +246,18 @@ def _start(client: Client, args: argparse.Namespace, out: TextIO, err: TextIO) -
 
 
 def _show(client: Client, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    view = client.get_workflow(args.workflow_id)
-    events = client.history(args.workflow_id) if args.history else None
+    workflow_id = args.workflow_id
+    if (workflow_id is None) == (args.key is None):
+        raise UsageError("give a WORKFLOW_ID or --key KEY (not both)")
+    if args.key is not None:
+        found = client.find_workflow(args.key, operation_type=args.operation_type)
+        if found is None:
+            print(f"error[not_found]: no instance was started with idempotency key "
+                  f"{args.key!r} (operation type {args.operation_type or 'start'})", file=err)
+            return 1
+        workflow_id = found.workflow_id
+    view = client.get_workflow(workflow_id)
+    events = client.history(workflow_id) if args.history else None
     if args.json:
         document: dict[str, Any] = {"workflow": _plain(view)}
         if events is not None:
@@ -252,6 +265,9 @@ def _show(client: Client, args: argparse.Namespace, out: TextIO, err: TextIO) ->
         print(dumps(document), file=out)
         return 0
     render_description(view, out)
+    from weave_http.cli.views import render_waits
+
+    render_waits(view, out)
     if events is not None:
         print(file=out)
         print("history", file=out)
@@ -354,10 +370,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     show = subparsers.add_parser(
         "show", help="show one workflow instance",
-        description="Show an instance with its steps, tasks and pending work; --history "
-        "adds every transition in revision order.",
+        description="Show an instance (by id, or by --key) with its steps, tasks, pending "
+        "work, signals, waits, poll rounds and operations; --history adds every transition "
+        "in revision order.",
     )
-    show.add_argument("workflow_id", metavar="WORKFLOW_ID")
+    show.add_argument("workflow_id", metavar="WORKFLOW_ID", nargs="?", default=None)
+    show.add_argument("--key", default=None, metavar="KEY",
+                      help="find the instance by the idempotency key it was started with")
+    show.add_argument("--operation-type", default=None, metavar="TYPE",
+                      help="with --key: the idempotency scope (default start)")
     show.add_argument("--history", action="store_true", help="also print the history")
     _connection_options(show)
     show.set_defaults(func=_bind(_show))

@@ -1,0 +1,71 @@
+"""``weave start --wait`` says why, ``weave show`` prints signals, waits, rounds and
+operations, ``weave show --key``, ``weave signals`` and what ``weave signal`` matched
+(issue #14 items 4-6). Against the session's real server on MariaDB."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from tests.live_server import LiveServer
+from tests.sdk.test_describe_live import _failing, refuse_card
+from weave_http.cli import main
+from weave_sdk import Client, FailurePolicy, Workflow, ref
+from weave_sdk.worker import Worker
+
+
+def weave(server: LiveServer, capsys: pytest.CaptureFixture[str],
+          *argv: str) -> tuple[int, str, str]:
+    code = main([*argv, "--url", server.base_url, "--token", server.token,
+                 "--namespace", server.namespace])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_start_wait_prints_the_failing_step(weave_server: LiveServer,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    base, token, ns = weave_server
+    with Client(base, token, ns) as client:
+        client.publish(_failing("cli-fails", FailurePolicy.FAIL_AFTER_SETTLED))
+        with Worker(client, queue="pay", handlers=[refuse_card], wait_seconds=1).running():
+            code, _, err = weave(weave_server, capsys, "start", "cli-fails", "--input",
+                                 '{"id": "o-1"}', "--wait", "--timeout", "30")
+    assert code == 1
+    assert err.startswith("error[workflow_failed]: ")
+    assert "  step: charge\n" in err and "  handler: refuse_card@1\n" in err
+    assert "  attempts: 1/2\n" in err and "  error: card_declined: card of o-1 declined" in err
+
+
+def test_show_signals_and_the_match_of_a_signal(weave_server: LiveServer,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    base, token, ns = weave_server
+    wf = Workflow("cli-waits", version="1", input_schema={"type": "object"})
+    wf.signal("approval", name="approval", correlation_key=ref.input("id"),
+              timeout=timedelta(hours=1))
+    wf.signal("second", name="second", correlation_key=ref.input("id"),
+              timeout=timedelta(hours=1))
+    with Client(base, token, ns) as client:
+        client.publish(wf)
+        handle = client.start("cli-waits", {"id": "k-1"}, idempotency_key="cli-k-1")
+        handle.pause(reason="look first")
+        wid = handle.workflow_id
+    code, out, _ = weave(weave_server, capsys, "signal", wid, "approval",
+                         "--correlation-key", "wrong-key", "--signal-id", "s-wrong")
+    assert code == 0 and "stored unmatched: no open wait for 'approval' with key " \
+        "'wrong-key'" in out
+    code, out, _ = weave(weave_server, capsys, "signal", wid, "approval",
+                         "--correlation-key", "k-1", "--signal-id", "s-right")
+    assert code == 0
+    assert "matched the open wait act_" in out or "consumed by act_" in out
+    code, out, _ = weave(weave_server, capsys, "signals", wid)
+    assert code == 0 and "s-wrong" in out and "s-right" in out
+    code, out, _ = weave(weave_server, capsys, "show", "--key", "cli-k-1")
+    assert code == 0 and wid in out
+    for section in ("\nsignals\n", "\nwaits\n", "\noperations\n"):
+        assert section in out, out
+    assert "pause" in out and "look first" in out
+    code, _, err = weave(weave_server, capsys, "show", "--key", "no-such-key")
+    assert code == 1 and err.startswith("error[not_found]: ")
+    code, _, err = weave(weave_server, capsys, "show")
+    assert code == 1 and err.startswith("error[bad_argument]: ")
