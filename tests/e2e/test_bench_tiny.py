@@ -1,4 +1,5 @@
-"""The runtime bench scenarios (the step, S1, S2 on one and two engines, S3, S8, S9) run through the harness at tiny size.
+"""The runtime bench scenarios (the step, S1, S2 on one and two engines, S3, S8, S9) run
+through the harness at tiny size.
 
 This proves each scenario runs end to end and reports sane figures; the numbers
 themselves are judged in docs/benchmarks.md from ``--size small``/``full`` runs. The

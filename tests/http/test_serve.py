@@ -174,9 +174,8 @@ def test_real_server_refuses_a_large_content_length_without_the_body(
     assert response.startswith(b"HTTP/1.1 413"), response[:200]
 
 
-def test_serve_runs_several_engine_processes_on_one_port(tmp_path: object) -> None:
-    server = start_server(f"sqlite:///{tmp_path}/weave.db", "--workers", "2",
-                          "--node-id", "multi")
+def test_serve_runs_several_engine_processes_on_one_port(empty_mysql_url: str) -> None:
+    server = start_server(empty_mysql_url, "--migrate", "--workers", "2", "--node-id", "multi")
     try:
         nodes: set[str] = set()
         for _ in range(400):  # a new connection each time: the kernel picks an acceptor
@@ -191,7 +190,13 @@ def test_serve_runs_several_engine_processes_on_one_port(tmp_path: object) -> No
     assert "2 engine processes" in line
 
 
-def test_serve_refuses_a_bad_worker_count() -> None:
+def test_serve_refuses_a_bad_worker_count(tmp_path: object) -> None:
     result = subprocess.run(weave_command("serve", "--workers", "0"), capture_output=True,
                             text=True, timeout=60)
     assert result.returncode == 2 and "a whole number from 1 to 64" in result.stderr
+    on_sqlite = subprocess.run(
+        weave_command("serve", "--workers", "2", "--database-url",
+                      f"sqlite:///{tmp_path}/weave.db"),
+        capture_output=True, text=True, timeout=60)
+    assert on_sqlite.returncode == 2 and "error[invalid_option]" in on_sqlite.stderr
+    assert "Traceback" not in on_sqlite.stderr

@@ -132,6 +132,10 @@ def _bind(host: str, port: int) -> socket.socket:
 def run(args: argparse.Namespace) -> int:
     url: str = args.database_url or default_database_url()
     is_sqlite = make_url(url).get_backend_name() == "sqlite"
+    if is_sqlite and args.workers > 1:
+        print("error[invalid_option]: --workers above 1 needs MySQL/MariaDB (a SQLite "
+              "database serves one process)", file=sys.stderr)
+        return 2
     if is_sqlite or args.migrate:
         upgrade(url)
     engine = Engine.open(url, limits=Limits.from_env(), node_id=args.node_id)
