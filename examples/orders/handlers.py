@@ -7,7 +7,9 @@ return models become the steps' output schemas (amounts stay exact ``Decimal``).
 
 from __future__ import annotations
 
+import os
 from decimal import Decimal
+from pathlib import Path
 
 import pydantic
 
@@ -63,8 +65,19 @@ class CarrierStatus(pydantic.BaseModel):
     status: str
 
 
-WAREHOUSE_OUTAGES: set[str] = {"backordered-tea"}
-"""SKUs the warehouse cannot reserve right now; an order of one goes to review."""
+WAREHOUSE_OUTAGES: set[str] = set()
+"""SKUs the warehouse cannot reserve right now (tests add to it); an order of one goes to
+review. The warehouse also reads the file ``$ORDERS_OUTAGES`` (default ``outages.txt`` in
+the working directory), one SKU a line, as docs/quickstart.md does."""
+
+
+def _outages() -> set[str]:
+    path = Path(os.environ.get("ORDERS_OUTAGES", "outages.txt"))
+    try:
+        listed = {line.strip() for line in path.read_text().splitlines()}
+    except OSError:
+        listed = set()
+    return WAREHOUSE_OUTAGES | (listed - {""})
 _CARRIER_ROUNDS: dict[str, int] = {}
 
 
@@ -78,7 +91,7 @@ def validate_order(order: Order) -> Verdict:
 
 @handler("reserve_stock")
 def reserve_stock(request: ReserveRequest) -> Reservation:
-    if request.sku in WAREHOUSE_OUTAGES:
+    if request.sku in _outages():
         raise NonRetryableError(f"the warehouse cannot reserve {request.sku}",
                                 type="warehouse_unavailable")
     return Reservation(reservation_id=f"R-{request.order_id}")
