@@ -34,7 +34,8 @@ def run_blocks(*, live: bool, definition_id: str | None = None) -> dict[str, Any
             continue
         if definition_id is not None:
             code = code.replace('"external-job"', repr(definition_id))
-        exec(compile(code, f"{DOC}:python{' live' if is_live else ''}", "exec"), namespace)
+        exec(compile(code, f"{DOC}:python{' live' if is_live else ''}", "exec",
+                     dont_inherit=True), namespace)  # no future import: pydantic resolves hints
     return namespace
 
 

@@ -18,7 +18,7 @@ _BLOCK = re.compile(r"^```python\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 def _run() -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": "docs_testing"}
     for code in _BLOCK.findall(DOC.read_text()):
-        exec(compile(code, f"{DOC}:python", "exec"), namespace)
+        exec(compile(code, f"{DOC}:python", "exec", dont_inherit=True), namespace)
     return namespace
 
 
