@@ -219,6 +219,7 @@ def lock_one(
 def _lock_keyed(
     conn: Connection, level: LockLevel, table: sa.Table, keys: dict[str, Any], *,
     shared: bool = False, order_by: tuple[str, ...] = (),
+    columns: tuple[str, ...] | None = None,
 ) -> Sequence[Row[Any]]:
     """:func:`lock_rows` by equality on columns, with a statement built once per shape
     (:mod:`weave_core.statements`): the named locks below are the hot path's."""
@@ -226,15 +227,15 @@ def _lock_keyed(
     if observer is not None:
         observer(level, table.name, shared)
     return select_keyed(conn, table, keys, lock="shared" if shared else "exclusive",
-                        order_by=order_by)
+                        order_by=order_by, columns=columns)
 
 
 def _lock_key(
     conn: Connection, level: LockLevel, table: sa.Table, keys: dict[str, Any], *,
-    shared: bool = False,
+    shared: bool = False, columns: tuple[str, ...] | None = None,
 ) -> Row[Any] | None:
     """:func:`lock_one` by equality on columns (see :func:`_lock_keyed`)."""
-    rows = _lock_keyed(conn, level, table, keys, shared=shared)
+    rows = _lock_keyed(conn, level, table, keys, shared=shared, columns=columns)
     if len(rows) > 1:
         raise ValueError(f"lock_one matched {len(rows)} rows of {table.name}")
     return rows[0] if rows else None
@@ -261,14 +262,15 @@ def _lock_many(conn: Connection, level: LockLevel, table: sa.Table, column: str,
 # --- 1. identity ---------------------------------------------------------------------
 
 
-def lock_namespace_shared(conn: Connection, namespace: str) -> Row[Any] | None:
+def lock_namespace_shared(conn: Connection, namespace: str, *,
+                          columns: tuple[str, ...] | None = None) -> Row[Any] | None:
     """The identity lock: the namespace row, shared; None if the namespace does not exist.
 
     Shared, so operations in one namespace do not serialise on it; disabling or deleting
-    the namespace (exclusive) waits for them.
+    the namespace (exclusive) waits for them. ``columns``: only these (the hot path's).
     """
     return _lock_key(conn, LockLevel.IDENTITY, weave_namespaces, {"name": namespace},
-                     shared=True)
+                     shared=True, columns=columns)
 
 
 def lock_namespace_exclusive(conn: Connection, namespace: str) -> Row[Any] | None:
@@ -337,9 +339,11 @@ def lock_queues(conn: Connection, namespace: str, names: Sequence[str]) -> list[
 # --- 5. gate ---------------------------------------------------------------------------
 
 
-def lock_gate(conn: Connection, gate_id: str) -> Row[Any] | None:
-    """One execution gate, exclusive."""
-    return _lock_key(conn, LockLevel.GATE, weave_execution_gates, {"gate_id": gate_id})
+def lock_gate(conn: Connection, gate_id: str, *,
+              columns: tuple[str, ...] | None = None) -> Row[Any] | None:
+    """One execution gate, exclusive (``columns``: only these)."""
+    return _lock_key(conn, LockLevel.GATE, weave_execution_gates, {"gate_id": gate_id},
+                     columns=columns)
 
 
 # --- 6. records: dispatch tasks (after activations) ------------------------------------
@@ -450,9 +454,11 @@ def lock_gate_tasks(conn: Connection, gate_id: str) -> list[Row[Any]]:
 # --- runtime (issue 5): instance, steps, activations, inbox rows, pending advances ------
 
 
-def lock_instance(conn: Connection, instance_id: str) -> Row[Any] | None:
-    """The workflow instance row, exclusive (level 4)."""
-    return _lock_key(conn, LockLevel.INSTANCE, weave_instances, {"instance_id": instance_id})
+def lock_instance(conn: Connection, instance_id: str, *,
+                  columns: tuple[str, ...] | None = None) -> Row[Any] | None:
+    """The workflow instance row, exclusive (level 4; ``columns``: only these)."""
+    return _lock_key(conn, LockLevel.INSTANCE, weave_instances, {"instance_id": instance_id},
+                     columns=columns)
 
 
 def lock_instances(conn: Connection, instance_ids: Sequence[str], *,
@@ -480,11 +486,12 @@ def lock_steps_of(conn: Connection, instance_ids: Sequence[str]) -> Sequence[Row
                      order_by=(t.c.instance_id, t.c.step_id))
 
 
-def lock_steps(conn: Connection, instance_id: str) -> Sequence[Row[Any]]:
+def lock_steps(conn: Connection, instance_id: str, *,
+               columns: tuple[str, ...] | None = None) -> Sequence[Row[Any]]:
     """Every saved step of the instance, exclusive, in step-id order (level 6; served by
-    the primary key ``(instance_id, step_id)``)."""
+    the primary key ``(instance_id, step_id)``; ``columns``: only these)."""
     return _lock_keyed(conn, LockLevel.RECORDS, weave_steps, {"instance_id": instance_id},
-                       order_by=("step_id",))
+                       order_by=("step_id",), columns=columns)
 
 
 def lock_activation(conn: Connection, activation_id: str) -> Row[Any] | None:

@@ -245,7 +245,7 @@ def lock_chain(
     peek = peeked if peeked is not None else peek_instance(conn, instance_id)
     if peek is None or peek.namespace != namespace:
         return None
-    ns = lock_namespace_shared(conn, namespace)
+    ns = lock_namespace_shared(conn, namespace, columns=_NAMESPACE_COLUMNS)
     if ns is None:
         return None
     queues = tuple(exactjson.loads(peek.queues))
@@ -253,11 +253,23 @@ def lock_chain(
         lock_capacity_txn(conn, namespace, sorted({*queues, task_queue}))
     elif capacity and _needs_capacity(peek.status, queues):
         lock_capacity_txn(conn, namespace, queues)
-    row = lock_instance(conn, instance_id)
+    row = lock_instance(conn, instance_id, columns=_INSTANCE_COLUMNS)
     if row is None or row.namespace != namespace:
         return None
-    gate = lock_gate(conn, row.gate_id)
-    return _locked(row, gate, ns, queues, lock_steps(conn, instance_id))
+    gate = lock_gate(conn, row.gate_id, columns=_GATE_COLUMNS)
+    return _locked(row, gate, ns, queues, lock_steps(conn, instance_id, columns=_STEP_COLUMNS))
+
+
+# What a working copy is built from (``_locked``, ``_step_record``): only these are read.
+_NAMESPACE_COLUMNS = ("name", "disabled")
+_INSTANCE_COLUMNS = (
+    "instance_id", "namespace", "definition_id", "version", "content_hash", "input",
+    "queues", "failure_policy", "status", "paused", "gate_id", "deadline_at", "revision",
+    "root_version", "control_version", "review_reason",
+)
+_GATE_COLUMNS = ("gate_id", "is_open")
+_STEP_COLUMNS = ("step_id", "phase", "version", "output", "decision", "activation_id",
+                 "reason")
 
 
 @dataclass
