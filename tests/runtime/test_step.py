@@ -3,6 +3,9 @@ and the next task claimed in one transaction, with the outcomes of the classic p
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -340,3 +343,27 @@ def test_concurrent_steps_never_exceed_capacity_and_counters_stay_exact(
     assert max(quota for _, quota, _ in seen) <= 5
     assert [c for c in seen if not c[0] == c[1] == c[2]] == []
     assert engine.db.read(_counters) == (0, 0, 0)
+
+
+@pytest.mark.parametrize("point", ["settle", "inbox", "successor", "commit"])
+def test_kill_9_inside_the_step_records_nothing_and_the_report_again_records_once(
+    engine: Engine, mysql_url: str, point: str
+) -> None:
+    """kill -9 at a labelled point of the step transaction: nothing of it is recorded (no
+    settled task, no inbox row, no successor); the worker's report, sent again to a live
+    engine, is taken once and the instance runs on without a duplicate."""
+    ns, wid = _seq(engine, "a", "b")
+    (a,) = work(engine, ns, handlers=["a"])
+    killed = subprocess.run(
+        [sys.executable, "-m", "tests.runtime.step_process", mysql_url, ns, a.task_id,
+         a.attempt_id, point], capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+    assert [t.status for t in tasks_of(engine, wid)] == ["RUNNING"]
+    assert inbox_of(engine, wid) == []
+    again = _step(engine, ns, a, _ok({"killed": point}))
+    assert again.one_transaction and not again.completion.replay
+    (b,) = again.next_tasks
+    assert _step(engine, ns, b).next_tasks == []
+    assert instance(engine, wid).status == "SUCCEEDED"
+    assert [t.status for t in tasks_of(engine, wid)] == ["SUCCEEDED", "SUCCEEDED"]
+    assert [r.state for r in inbox_of(engine, wid)] == ["PROCESSED", "PROCESSED"]
