@@ -432,6 +432,21 @@ class ReviewResponse(ApiModel):
     workflow: WorkflowModel
     operation: JsonObject
 
+class SeenHandler(ApiModel):
+    """A handler a worker declared in a claim to this engine process."""
+
+    queue: str
+    handler: str
+    handler_version: str
+    worker_id: str = Field(description="the last worker seen declaring it")
+
+
+class SeenHandlerList(ApiModel):
+    """Handlers workers have claimed with, on this engine process since it started."""
+
+    items: list[SeenHandler]
+
+
 def json_response(model: BaseModel, status_code: int = 200) -> Response:
     """A response whose body is ``model`` written as exact, canonical JSON."""
     return Response(
@@ -442,6 +457,7 @@ def json_response(model: BaseModel, status_code: int = 200) -> Response:
 
 
 RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
+    SeenHandlerList,
     ReviewResponse,
     WorkflowModel,
     WorkflowDetail,

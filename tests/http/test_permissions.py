@@ -75,6 +75,7 @@ PROTECTED_ROUTES = [
     # identical re-publish of "matrix" v1
     route("POST", DEFINITIONS, Permission.PUBLISH, 200, body=definition("matrix", "1")),
     route("GET", DEFINITIONS, Permission.READ, 200),
+    route("GET", NS + "/handlers", Permission.READ, 200),
     route("GET", DEFINITIONS + "/matrix", Permission.READ, 200,
           declared=DEFINITIONS + "/{definition_id}"),
     route("GET", DEFINITIONS + "/matrix/versions/1", Permission.READ, 200,

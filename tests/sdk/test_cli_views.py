@@ -4,6 +4,7 @@ operations, ``weave show --key``, ``weave signals`` and what ``weave signal`` ma
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from tests.live_server import LiveServer
 from tests.sdk.test_describe_live import _failing, refuse_card
 from weave_http.cli import main
-from weave_sdk import Client, FailurePolicy, Workflow, ref
+from weave_sdk import Client, FailurePolicy, Handler, Workflow, ref
 from weave_sdk.worker import Worker
 
 
@@ -69,3 +70,41 @@ def test_show_signals_and_the_match_of_a_signal(weave_server: LiveServer,
     assert code == 1 and err.startswith("error[not_found]: ")
     code, _, err = weave(weave_server, capsys, "show")
     assert code == 1 and err.startswith("error[bad_argument]: ")
+
+
+def test_publish_warns_about_handlers_no_worker_was_seen_for(
+        weave_server: LiveServer, capsys: pytest.CaptureFixture[str], tmp_path: object) -> None:
+    from pathlib import Path
+
+    from weave_sdk import dumps
+
+    wf = _failing("cli-seen", FailurePolicy.REVIEW)
+    typo = Workflow("cli-typo", version="1", queue="pay")
+    typo.task("charge", handler=refuse_card, input={"order_id": "o"})
+    typo.task("ship", handler=Handler("shipp", "1"), input={})
+    base, token, ns = weave_server
+    with Client(base, token, ns) as client:
+        with Worker(client, queue="pay", handlers=[refuse_card], wait_seconds=1).running():
+            for _ in range(100):  # the worker's first claim reaches the server
+                if client._run(_seen_call(client)):
+                    break
+                time.sleep(0.02)
+            files = {}
+            for item in (wf, typo):
+                path = Path(str(tmp_path)) / f"{item.definition_id}.json"
+                path.write_text(dumps(item.to_json()))
+                files[item.definition_id] = str(path)
+            code, _, err = weave(weave_server, capsys, "publish", files["cli-seen"])
+            assert code == 0 and "warning" not in err, err
+            code, _, err = weave(weave_server, capsys, "publish", files["cli-typo"])
+    assert code == 0
+    assert err.count("warning: ") == 1, err
+    assert "handler 'shipp' version '1' on queue 'pay'" in err
+
+
+def _seen_call(client: Client) -> object:
+    from weave_sdk._json import loads
+    from weave_sdk.client import _Call
+
+    return _Call("GET", client._settings.ns_path("/handlers"),
+                 lambda r: loads(r.content)["items"])

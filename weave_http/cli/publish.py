@@ -12,9 +12,11 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
+
+import httpx
 
 from weave_sdk import (
     Client,
@@ -26,6 +28,7 @@ from weave_sdk import (
     Workflow,
     loads,
 )
+from weave_sdk.client import _Call
 
 
 class TargetError(Exception):
@@ -98,7 +101,43 @@ def publish_target(
         f"(content {result.content_hash[:12]})",
         file=out,
     )
+    for queue, name, version in unseen_handlers(client, result.document):
+        print(f"warning: no worker has been seen for handler {name!r} version {version!r} "
+              f"on queue {queue!r}; its tasks will wait until one runs "
+              "(weave worker module:attribute)", file=err)
     return 0
+
+
+def _used(steps: Any) -> Iterator[tuple[str, str, str]]:
+    for step in steps if isinstance(steps, list) else []:
+        if not isinstance(step, dict):
+            continue
+        handler = step.get("handler")
+        if step.get("kind") in ("task", "poll") and isinstance(handler, dict):
+            yield str(step.get("queue")), str(handler.get("name")), str(handler.get("version"))
+        for case in step.get("cases") or []:
+            yield from _used(case.get("steps"))
+        for branch in (step.get("branches") or {}).values():
+            yield from _used(branch)
+
+
+def unseen_handlers(client: Client, document: Any) -> list[tuple[str, str, str]]:
+    """(queue, handler, version) of the document's tasks and polls that no worker has
+    claimed with on the server (``GET .../handlers``); empty when the server cannot say."""
+    def read(response: httpx.Response) -> set[tuple[str, str, str]] | None:
+        if response.status_code != 200:
+            return None  # an older server, or a token without read: no warning
+        items = loads(response.content).get("items", [])
+        return {(i["queue"], i["handler"], i["handler_version"]) for i in items}
+
+    try:
+        seen = client._run(_Call("GET", client._settings.ns_path("/handlers"), read))
+    except WeaveSDKError:
+        return []
+    if seen is None:
+        return []
+    used = dict.fromkeys(_used(document.get("steps") if isinstance(document, dict) else None))
+    return [u for u in used if u not in seen]
 
 
 def _run(args: argparse.Namespace) -> int:

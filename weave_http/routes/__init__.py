@@ -104,11 +104,20 @@ def all_api_routes() -> tuple[ApiRoute, ...]:
     """Every route of the API, in documentation order."""
     # Imported here: these modules import this one for ApiRoute and Context.
     from weave_http import openapi
-    from weave_http.routes import controls, definitions, health, signals, tasks, workflows
+    from weave_http.routes import (
+        controls,
+        definitions,
+        handlers,
+        health,
+        signals,
+        tasks,
+        workflows,
+    )
 
     return (
         health.API_ROUTES + openapi.API_ROUTES + definitions.API_ROUTES + tasks.API_ROUTES
-        + workflows.API_ROUTES + signals.API_ROUTES + controls.API_ROUTES
+        + handlers.API_ROUTES + workflows.API_ROUTES + signals.API_ROUTES
+        + controls.API_ROUTES
     )
 
 

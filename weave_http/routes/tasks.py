@@ -56,6 +56,7 @@ from weave_http.models import (
     json_response,
 )
 from weave_http.routes import ApiRoute, Context
+from weave_http.routes.handlers import note_claim
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +98,8 @@ async def claim_tasks(request: Request, ctx: Context) -> Response:
     principal, namespace = ctx.require_principal()
     engine = ctx.engine
     body = validate_model(ClaimRequest, await read_json(request, engine.limits))
+    note_claim(request, namespace, str(request.path_params["queue"]), body.worker_id,
+               [(d.name, d.version) for d in body.handlers])  # a dict write (routes.handlers)
     tasks = await claim_wait(
         engine.db, namespace=namespace, queue=str(request.path_params["queue"]),
         worker_id=body.worker_id, handlers=_handlers(body.handlers), max_tasks=body.max_tasks,
