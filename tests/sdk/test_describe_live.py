@@ -162,3 +162,27 @@ def test_the_key_filter_is_served_by_primary_keys(weave_server: LiveServer) -> N
     for name in ("weave_instances", "weave_idempotency"):
         assert tables[name]["key"] == "PRIMARY", plan
         assert str(tables[name]["type"]) in ("const", "eq_ref", "ref"), plan
+
+
+def test_async_result_long_polls_and_says_why(weave_server: LiveServer) -> None:
+    import asyncio
+
+    from weave_sdk import AsyncClient
+
+    base, token, ns = weave_server
+    with Client(base, token, ns) as client:
+        client.publish(_failing("fails-async", FailurePolicy.FAIL_AFTER_SETTLED))
+        with Worker(client, queue="pay", handlers=[refuse_card], wait_seconds=1).running():
+            started = client.start("fails-async", {"id": "o-7"})
+
+            async def wait() -> BaseException:
+                async with AsyncClient(base, token, ns) as aclient:
+                    try:
+                        await aclient.get_workflow_handle(started.workflow_id).result(30)
+                    except WorkflowFailedError as exc:
+                        return exc
+                raise AssertionError("the instance did not fail")
+
+            exc = asyncio.run(wait())
+    assert isinstance(exc, WorkflowFailedError)
+    assert exc.step_id == "charge" and exc.error_type == "card_declined"
