@@ -27,6 +27,49 @@ _SELECTS: dict[tuple[Any, ...], sa.Select[Any]] = {}
 _UPDATES: dict[tuple[Any, ...], sa.Update] = {}
 
 
+_DRIVER_SQL: dict[tuple[Any, ...], str] = {}
+_DRIVER_DIALECTS = frozenset({"mysql", "mariadb"})
+
+
+def _driver_sql(conn: Connection, key: tuple[Any, ...], build: Any) -> str | None:
+    """The SQL text of a statement built once, for ``exec_driver_sql`` on MariaDB/MySQL
+    (None elsewhere: SQLite's date and time binds need the Core path's processors).
+
+    Why: executing a cached Core statement still costs Python time per call for its cache
+    key, parameter processing and result set-up — measured on a loopback MariaDB, about
+    twice the CPU of the same UPDATE sent as prebuilt text. Only statements whose values
+    need no bind processing on MariaDB (strings, numbers, datetimes, booleans, NULL) and
+    that return no rows to process go this way: keyed UPDATEs and plain INSERTs. The
+    engine's events still see every statement (counters, lock observers).
+    """
+    if conn.dialect.name not in _DRIVER_DIALECTS:
+        return None
+    full = (conn.dialect.name, *key)
+    sql = _DRIVER_SQL.get(full)
+    if sql is None:
+        sql = _DRIVER_SQL[full] = str(build().compile(dialect=conn.dialect))
+    return sql
+
+
+def insert_rows(conn: Connection, table: sa.Table,
+                rows: dict[str, Any] | Sequence[dict[str, Any]]) -> None:
+    """``INSERT INTO table`` one row or several (one multi-row statement per column set),
+    prebuilt text on MariaDB (see :func:`_driver_sql`); no generated key is returned."""
+    batch = [rows] if isinstance(rows, dict) else list(rows)
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for row in batch:
+        groups.setdefault(tuple(row), []).append(row)
+    for columns, group in groups.items():
+        sql = _driver_sql(conn, ("insert", table.name, columns),
+                          lambda t=table, c=columns: sa.insert(t).values(
+                              {name: sa.bindparam(name) for name in c}))
+        params: Any = group[0] if len(group) == 1 else group
+        if sql is None:
+            conn.execute(sa.insert(table), params)
+        else:
+            conn.exec_driver_sql(sql, params)
+
+
 def _where(table: sa.Table, columns: Sequence[str]) -> list[sa.ColumnElement[bool]]:
     return [table.c[name] == sa.bindparam(f"w_{name}") for name in columns]
 
@@ -78,10 +121,14 @@ def update_keyed(
     of rows matched (a version or state in ``where`` makes it a guarded update)."""
     if any(v is None for v in where.values()):
         raise ValueError("a keyed UPDATE compares with '=': NULL never matches")
-    stmt = _update_statement(table, tuple(where), tuple(values))
+    shape = (tuple(where), tuple(values))
     params = {f"w_{k}": v for k, v in where.items()}
     params.update({f"v_{k}": v for k, v in values.items()})
-    return int(conn.execute(stmt, params).rowcount)
+    sql = _driver_sql(conn, ("update", table.name, *shape),
+                      lambda: _update_statement(table, *shape))
+    if sql is not None:
+        return int(conn.exec_driver_sql(sql, params).rowcount)
+    return int(conn.execute(_update_statement(table, *shape), params).rowcount)
 
 
 def update_many_keyed(
@@ -97,8 +144,14 @@ def update_many_keyed(
         shapes.setdefault((tuple(where), tuple(values)), []).append(params)
     matched = 0
     for (where_columns, value_columns), params_list in shapes.items():
-        stmt = _update_statement(table, where_columns, value_columns)
-        matched += int(conn.execute(stmt, params_list).rowcount)
+        sql = _driver_sql(conn, ("update", table.name, where_columns, value_columns),
+                          lambda w=where_columns, v=value_columns: _update_statement(
+                              table, w, v))
+        if sql is not None:
+            matched += int(conn.exec_driver_sql(sql, params_list).rowcount)
+        else:
+            stmt = _update_statement(table, where_columns, value_columns)
+            matched += int(conn.execute(stmt, params_list).rowcount)
     return matched
 
 
@@ -121,7 +174,7 @@ class RowChanges:
     def write(self, conn: Connection) -> None:
         """Execute everything collected; every update must match exactly its one row."""
         for table, rows in self._inserts.values():
-            conn.execute(sa.insert(table), rows)
+            insert_rows(conn, table, rows)
         for table, changes in self._updates.values():
             if len(changes) == 1:
                 matched = update_keyed(conn, table, *changes[0])
@@ -142,7 +195,7 @@ def append_row(conn: Connection, table: sa.Table, row: dict[str, Any]) -> None:
     pending: dict[str, tuple[sa.Table, list[dict[str, Any]]]] | None = \
         conn.info.get(_APPEND_KEY)
     if pending is None:
-        conn.execute(sa.insert(table), row)
+        insert_rows(conn, table, row)
     else:
         pending.setdefault(table.name, (table, []))[1].append(row)
 
@@ -170,10 +223,11 @@ def appending(conn: Connection) -> Iterator[None]:
     finally:
         conn.info.pop(_APPEND_KEY, None)
     for table, rows in pending.values():
-        conn.execute(sa.insert(table), rows)
+        insert_rows(conn, table, rows)
 
 
 __all__ = [
-    "LockMode", "RowChanges", "append_row", "appending", "select_keyed", "take_appended",
+    "LockMode", "RowChanges", "append_row", "appending", "insert_rows", "select_keyed",
+    "take_appended",
     "update_keyed", "update_many_keyed",
 ]

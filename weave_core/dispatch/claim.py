@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
 from weave_core.db import Database
@@ -39,7 +38,7 @@ from weave_core.errors import Problem, ValidationError
 from weave_core.limits import DEFAULT_LIMITS, Limits
 from weave_core.locks import lock_claimable_tasks
 from weave_core.schema import weave_task_attempts, weave_task_events, weave_tasks
-from weave_core.statements import append_row, update_keyed
+from weave_core.statements import append_row, insert_rows, update_keyed
 
 
 @dataclass(frozen=True)
@@ -83,7 +82,7 @@ def _start_txn(conn: Connection, task: Row[Any], *, worker_id: str, now: Any) ->
     seconds = lease_seconds(task)
     lease = lease_until(now, seconds, close_by, task.deadline_at)
     revision = int(task.revision) + 1
-    conn.execute(sa.insert(weave_task_attempts), dict(
+    insert_rows(conn, weave_task_attempts, dict(
         attempt_id=attempt_id, task_id=task.task_id, namespace=task.namespace,
         attempt_no=attempt_no, worker_id=worker_id, started_at=now, lease_expires_at=lease,
         close_by=close_by, heartbeat_at=None, finished_at=None, outcome=None, report_hash=None,

@@ -25,14 +25,13 @@ from datetime import datetime, timedelta
 from types import SimpleNamespace
 from typing import Any, Final
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from weave_core.dispatch.model import ClaimedTask, TaskStatus, new_id, parse_document
 from weave_core.dispatch.queues import under_ledger
 from weave_core.dispatch.timing import lease_seconds, lease_until
 from weave_core.schema import weave_task_attempts, weave_task_events
-from weave_core.statements import append_row
+from weave_core.statements import append_row, insert_rows
 
 _KEY: Final = "weave_claim_handoff"
 
@@ -81,7 +80,7 @@ def start_if_handed_off(conn: Connection, row: dict[str, Any], now: datetime) ->
     lease = lease_until(now, seconds, close_by, task.deadline_at)
     row.update(status=TaskStatus.RUNNING.value, revision=2, attempts_used=1,
                current_attempt_id=attempt_id, start_by=None, timeout_at=lease)
-    conn.execute(sa.insert(weave_task_attempts), dict(
+    insert_rows(conn, weave_task_attempts, dict(
         attempt_id=attempt_id, task_id=task.task_id, namespace=task.namespace, attempt_no=1,
         worker_id=handoff.worker_id, started_at=now, lease_expires_at=lease,
         close_by=close_by, heartbeat_at=None, finished_at=None, outcome=None,

@@ -35,7 +35,7 @@ from weave_core.errors import PayloadTooLargeError, Problem, ValidationError
 from weave_core.limits import DEFAULT_LIMITS, Limits
 from weave_core.locks import lock_task
 from weave_core.schema import weave_execution_gates, weave_task_events, weave_tasks
-from weave_core.statements import append_row
+from weave_core.statements import append_row, insert_rows
 
 
 def _validate(spec: TaskSpec, now: datetime, limits: Limits) -> list[Problem]:
@@ -151,7 +151,7 @@ def create_task_txn(
         attempt_id=None, occurred_at=now, payload=None,
     ))
     started = start_if_handed_off(conn, values, now)  # the reporting worker's next task
-    conn.execute(sa.insert(weave_tasks), values)
+    insert_rows(conn, weave_tasks, values)
     if gate_open and not started:
         note_available_txn(conn, namespace, spec.queue)
     return task_id

@@ -17,7 +17,6 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from weave_core import exactjson
@@ -65,6 +64,7 @@ from weave_core.runtime.pending import (
 from weave_core.runtime.snapshot import LockedInstance, StepRecord
 from weave_core.schema import weave_activations
 from weave_core.snapshot import ROOT, Entered, Phase
+from weave_core.statements import insert_rows
 
 TASK_KINDS = frozenset({"task", "poll"})
 """Leaf kinds whose active steps hold a worker task (the instance is RUNNING)."""
@@ -210,11 +210,8 @@ def _activate(
         task_id = create_task_txn(conn, namespace=li.namespace, spec=spec, now=now,
                                   limits=engine.limits, gate_open=li.gate_open)
         details.update(task_id=task_id, queue=command.queue)
-    conn.execute(
-        sa.insert(weave_activations), dict(
-            **_activation_row(li, step_id, kind, command, now, activation_id, task_id)
-        )
-    )
+    insert_rows(conn, weave_activations,
+                _activation_row(li, step_id, kind, command, now, activation_id, task_id))
     if isinstance(command, TimerCommand | WaitSignalCommand | PollCommand):
         # The wait record, its due rows and a poll's first round (issue 6, docs/waits.md).
         from weave_core.runtime.waits import open_wait_txn

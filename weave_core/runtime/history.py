@@ -22,7 +22,7 @@ from weave_core.exactjson import JSON
 from weave_core.faults import fault_point
 from weave_core.runtime.instances import iso, load_json
 from weave_core.schema import weave_audit, weave_transitions
-from weave_core.statements import take_appended
+from weave_core.statements import insert_rows, take_appended
 
 MAX_HISTORY_PAGE = 500
 
@@ -153,7 +153,7 @@ class History:
             audit_id = int(key[0])
         for row in rows:
             row["audit_id"] = audit_id
-        conn.execute(sa.insert(weave_transitions), rows)
+        insert_rows(conn, weave_transitions, rows)
         return audit_id
 
 
