@@ -99,3 +99,51 @@ def test_row_changes_are_written_together_or_refused(any_db: Database, ns_name: 
     rows = any_db.read(lambda conn: select_keyed(conn, weave_queues, {"namespace": ns_name,
                                                                       "name": "a"}), name="t")
     assert rows[0].capacity == 8  # the whole transaction rolled back
+
+
+def test_driver_level_inserts_and_updates_keep_every_value(any_db: Database,
+                                                           ns_name: str) -> None:
+    """Rows written by ``insert_rows``/``update_keyed`` (prebuilt text at driver level on
+    MariaDB, Core on SQLite) read back exactly: times with microseconds, booleans, NULL,
+    text; several rows go in one multi-row statement."""
+    from weave_core.schema import weave_tasks
+    from weave_core.statements import insert_rows
+
+    create_namespace(any_db, ns_name)
+    base = {"namespace": ns_name, "queue": "q", "owner_kind": "standalone",
+            "owner_id": None, "handler": "h", "handler_version": "1",
+            "handler_key": "h@1", "idempotent": True, "input": '{"n":1.50}',
+            "max_attempts": 3, "attempts_used": 0, "backoff_ms": 1000,
+            "backoff_multiplier_milli": 2000, "max_backoff_ms": 60000,
+            "schedule_to_start_s": None, "start_to_close_s": None, "heartbeat_timeout_s": 30,
+            "deadline_at": None, "status": "PENDING", "revision": 1, "available_at": AT,
+            "start_by": None, "timeout_at": None, "gate_id": None, "gate_open": True,
+            "effect_unknown": False, "result": None, "error": None,
+            "current_attempt_id": None, "cancel_requested": False, "created_at": AT,
+            "updated_at": AT}
+    seen: list[str] = []
+
+    def _count(conn: object, cursor: object, statement: str, *args: object) -> None:
+        seen.append(statement)
+
+    def _write(conn: Connection) -> None:
+        insert_rows(conn, weave_tasks, [{**base, "task_id": f"{ns_name}-{i}"}
+                                        for i in range(3)])
+        update_keyed(conn, weave_tasks, {"task_id": f"{ns_name}-1"},
+                     {"gate_open": False, "effect_unknown": True, "deadline_at": AT,
+                      "result": '"ok"'})
+
+    sa.event.listen(any_db.engine, "before_cursor_execute", _count)
+    try:
+        any_db.transaction(_write, name="test_driver_level")
+    finally:
+        sa.event.remove(any_db.engine, "before_cursor_execute", _count)
+    assert len([s for s in seen if s.startswith("INSERT")]) == 1  # one multi-row statement
+    t = weave_tasks
+    rows = any_db.read(lambda c: c.execute(
+        sa.select(t).where(t.c.namespace == ns_name).order_by(t.c.task_id)).all())
+    assert [r.task_id for r in rows] == [f"{ns_name}-{i}" for i in range(3)]
+    assert rows[0].available_at == AT and rows[0].input == '{"n":1.50}'
+    assert rows[0].gate_open is True and rows[0].owner_id is None
+    assert (rows[1].gate_open, rows[1].effect_unknown) == (False, True)
+    assert rows[1].deadline_at == AT and rows[1].result == '"ok"'
