@@ -91,16 +91,30 @@ def select_keyed(
     """
     dialect = conn.dialect.name
     shape = (dialect, table.name, tuple(keys), lock, order_by, columns)
+    params = {f"w_{k}": v for k, v in keys.items()}
+    if columns is not None and dialect in _DRIVER_DIALECTS:
+        # A narrow read of known columns (the chain's locks): prebuilt text at driver level
+        # (see _driver_sql); callers of a narrow read convert booleans with bool().
+        sql = _driver_sql(conn, ("select", *shape[1:]),
+                          lambda: _keyed_select(table, keys, lock, order_by, columns, dialect))
+        assert sql is not None
+        return conn.exec_driver_sql(sql, params).all()
     stmt = _SELECTS.get(shape)
     if stmt is None:
-        selected = [table] if columns is None else [table.c[name] for name in columns]
-        stmt = sa.select(*selected).where(*_where(table, tuple(keys)))
-        if order_by:
-            stmt = stmt.order_by(*(table.c[name] for name in order_by))
-        if lock is not None and dialect != "sqlite":
-            stmt = stmt.with_for_update(read=lock == "shared")
-        _SELECTS[shape] = stmt
-    return conn.execute(stmt, {f"w_{k}": v for k, v in keys.items()}).all()
+        stmt = _SELECTS[shape] = _keyed_select(table, keys, lock, order_by, columns, dialect)
+    return conn.execute(stmt, params).all()
+
+
+def _keyed_select(table: sa.Table, keys: Mapping[str, Any], lock: LockMode,
+                  order_by: tuple[str, ...], columns: tuple[str, ...] | None,
+                  dialect: str) -> sa.Select[Any]:
+    selected = [table] if columns is None else [table.c[name] for name in columns]
+    stmt = sa.select(*selected).where(*_where(table, tuple(keys)))
+    if order_by:
+        stmt = stmt.order_by(*(table.c[name] for name in order_by))
+    if lock is not None and dialect != "sqlite":
+        stmt = stmt.with_for_update(read=lock == "shared")
+    return stmt
 
 
 def _update_statement(table: sa.Table, where: tuple[str, ...], values: tuple[str, ...]
