@@ -4,7 +4,7 @@ Claimers of one ``(namespace, queue)`` waiting in a long poll share one :class:`
 per database per process. They wake when:
 
 - a transaction of this process that made a task claimable commits (the dispatch code
-  calls :func:`note_available_txn` inside the transaction; an engine ``commit`` listener
+  calls :func:`note_available_txn` inside the transaction; ``weave_core.aftercommit``
   fires the wake-up after the commit, never before, and a rollback discards it);
 - the queue's watcher sees claimable work: while anyone waits on a queue, one watcher per
   queue and process runs one cheap indexed probe (``ix_weave_tasks_claim``) at most once a
@@ -23,12 +23,12 @@ import threading
 import weakref
 from collections.abc import Iterable, Iterator
 from datetime import datetime
-from typing import Any, Final
+from typing import Final
 
 import sqlalchemy as sa
-from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
+from weave_core.aftercommit import note, subscribe
 from weave_core.db import Database
 from weave_core.schema import weave_tasks
 
@@ -37,7 +37,6 @@ logger = logging.getLogger(__name__)
 Key = tuple[str, str]  # (namespace, queue)
 
 PROBE_INTERVAL_S: Final = 1.0
-_INFO_KEY: Final = "weave_dispatch_wakeups"
 
 _hubs: weakref.WeakKeyDictionary[Engine, WakeupHub] = weakref.WeakKeyDictionary()
 _hubs_lock = threading.Lock()
@@ -162,35 +161,23 @@ class WakeupHub:
         return None if first is None else (first - now).total_seconds()
 
 
-def _on_commit(conn: Connection) -> None:
-    keys: set[Key] | None = conn.info.pop(_INFO_KEY, None)
-    if keys:
-        hub = _hubs.get(conn.engine)
-        if hub is not None:
-            hub.notify(keys)
-
-
-def _on_rollback(conn: Connection) -> None:
-    conn.info.pop(_INFO_KEY, None)
+_CHANNEL: Final = "dispatch"
 
 
 def hub_for(db: Database) -> WakeupHub:
-    """This process's hub for ``db`` (created, with its commit listener, on first use)."""
+    """This process's hub for ``db`` (created, with its commit subscription, on first use)."""
     with _hubs_lock:
         hub = _hubs.get(db.engine)
         if hub is None:
             hub = WakeupHub(db)
             _hubs[db.engine] = hub
-            event.listen(db.engine, "commit", _on_commit)
-            event.listen(db.engine, "rollback", _on_rollback)
+            subscribe(db.engine, _CHANNEL, hub.notify)
         return hub
 
 
 def note_available_txn(conn: Connection, namespace: str, queue: str) -> None:
     """Inside a transaction: wake this queue's claimers once the transaction commits."""
-    if conn.engine in _hubs:
-        keys: Any = conn.info.setdefault(_INFO_KEY, set())
-        keys.add((namespace, queue))
+    note(conn, _CHANNEL, (namespace, queue))
 
 
 async def cancel_watchers(db: Database) -> None:

@@ -9,7 +9,7 @@ Waiters of one process share one :class:`OutcomeHub` per database. They wake whe
 
 - a transaction of this process that moved an instance to a done status commits
   (:meth:`LockedInstance.flush <weave_core.runtime.snapshot.LockedInstance.flush>` calls
-  :func:`note_done_txn`; an engine ``commit`` listener wakes the waiters after the commit,
+  :func:`note_done_txn`; ``weave_core.aftercommit`` wakes the waiters after the commit,
   never before, and a rollback discards it);
 - their re-read comes round: every :data:`RECHECK_S` seconds while they wait, which catches
   instances another engine process settled.
@@ -30,9 +30,9 @@ from datetime import datetime
 from typing import Any, Final
 
 import sqlalchemy as sa
-from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
+from weave_core.aftercommit import note, subscribe
 from weave_core.db import Database
 from weave_core.errors import NotFoundError
 from weave_core.exactjson import JSON
@@ -47,7 +47,6 @@ RECHECK_S: Final = 1.0
 MAX_WAIT_S: Final = 60
 """The longest ``wait_seconds`` a result request may ask for."""
 
-_INFO_KEY: Final = "weave_outcome_wakeups"
 Key = tuple[str, str]  # (namespace, instance id)
 
 
@@ -126,37 +125,23 @@ class OutcomeHub:
 
 _hubs: weakref.WeakKeyDictionary[Engine, OutcomeHub] = weakref.WeakKeyDictionary()
 _hubs_lock = threading.Lock()
-
-
-def _on_commit(conn: Connection) -> None:
-    keys: set[Key] | None = conn.info.pop(_INFO_KEY, None)
-    if keys:
-        hub = _hubs.get(conn.engine)
-        if hub is not None:
-            hub.notify(keys)
-
-
-def _on_rollback(conn: Connection) -> None:
-    conn.info.pop(_INFO_KEY, None)
+_CHANNEL: Final = "outcomes"
 
 
 def outcome_hub(db: Database) -> OutcomeHub:
-    """This process's hub for ``db`` (created, with its commit listener, on first use)."""
+    """This process's hub for ``db`` (created, with its commit subscription, on first use)."""
     with _hubs_lock:
         hub = _hubs.get(db.engine)
         if hub is None:
             hub = OutcomeHub()
             _hubs[db.engine] = hub
-            event.listen(db.engine, "commit", _on_commit)
-            event.listen(db.engine, "rollback", _on_rollback)
+            subscribe(db.engine, _CHANNEL, hub.notify)
         return hub
 
 
 def note_done_txn(conn: Connection, namespace: str, instance_id: str) -> None:
     """Inside a transaction: wake this instance's result waiters once it commits."""
-    if conn.engine in _hubs:
-        keys: set[Key] = conn.info.setdefault(_INFO_KEY, set())
-        keys.add((namespace, instance_id))
+    note(conn, _CHANNEL, (namespace, instance_id))
 
 
 async def wait_outcome(db: Database, namespace: str, instance_id: str,
