@@ -135,3 +135,22 @@ def test_a_deadline_beyond_the_limit_is_refused_not_overflowed(
     longest = post(client, tenant, "/tasks",
                    {"queue": "q", "handler": "echo", "deadline_seconds": 366 * 24 * 3600})
     assert longest.status_code == 201, longest.text
+
+
+def test_a_bad_claim_next_is_refused_before_the_report_is_taken(
+    api: tuple[TestClient, Tenant],
+) -> None:
+    client, tenant = api
+    assert post(client, tenant, "/tasks", {"queue": "q", "handler": "echo"}).status_code == 201
+    [task] = post(client, tenant, "/queues/q/claim",
+                  {"worker_id": "w", "handlers": HANDLERS}).json()["tasks"]
+    refused = post(client, tenant, f"/tasks/{task['task_id']}/complete", {
+        "attempt_id": task["attempt_id"], "outcome": "succeeded", "output": {},
+        "claim_next": {"worker_id": "w", "handlers": [], "max_tasks": 99}})
+    assert refused.status_code == 422 and refused.json()["code"] == "validation_failed"
+    read = client.get(f"/v1/namespaces/{tenant.namespace}/tasks/{task['task_id']}",
+                      headers={"Authorization": f"Bearer {tenant.token(Permission.READ)}"})
+    assert read.json()["status"] == "RUNNING"  # nothing was recorded
+    taken = post(client, tenant, f"/tasks/{task['task_id']}/complete", {
+        "attempt_id": task["attempt_id"], "outcome": "succeeded", "output": {}})
+    assert taken.status_code == 200 and taken.json()["task"]["status"] == "SUCCEEDED"
