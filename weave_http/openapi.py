@@ -86,6 +86,12 @@ def _operation(route: ApiRoute) -> dict[str, Any]:
             }
             for name in params
         ]
+    if route.query:
+        operation.setdefault("parameters", []).extend(
+            {"name": q.name, "in": "query", "required": False, "description": q.description,
+             "schema": dict(q.schema)}
+            for q in route.query
+        )
     if route.request_model is not None:
         operation["requestBody"] = {
             "required": True,

@@ -55,8 +55,10 @@ def test_every_operation_is_complete(mysql_engine: Engine) -> None:
     for path, item in document["paths"].items():
         for method, operation in item.items():
             operation_ids.add(operation["operationId"])
-            params = {p["name"] for p in operation.get("parameters", [])}
+            params = {p["name"] for p in operation.get("parameters", []) if p["in"] == "path"}
             assert params == {seg[1:-1] for seg in path.split("/") if seg.startswith("{")}
+            for query in (p for p in operation.get("parameters", []) if p["in"] == "query"):
+                assert query["required"] is False and query["schema"] and query["description"]
             for response in operation["responses"].values():
                 for media in response.get("content", {}).values():
                     ref = media["schema"]["$ref"]
@@ -77,3 +79,11 @@ def test_documented_permissions(mysql_engine: Engine) -> None:
     assert paths["/v1/health"]["get"]["security"] == []
     assert paths["/openapi.json"]["get"]["security"] == []
     assert set(paths[defs]["post"]["responses"]) >= {"200", "201", "409", "413", "415", "422"}
+
+
+def test_the_result_long_poll_documents_its_wait(mysql_engine: Engine) -> None:
+    operation = _document(mysql_engine)["paths"][
+        "/v1/namespaces/{ns}/workflows/{workflow_id}/result"]["get"]
+    [wait] = [p for p in operation["parameters"] if p["in"] == "query"]
+    assert wait["name"] == "wait_seconds"
+    assert wait["schema"] == {"type": "number", "minimum": 0, "maximum": 60, "default": 0}

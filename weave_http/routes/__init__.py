@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import BaseModel
 from starlette.requests import Request
@@ -39,6 +40,15 @@ Endpoint = Callable[[Request, Context], Awaitable[Response]]
 
 
 @dataclass(frozen=True)
+class QueryParam:
+    """One documented query parameter of an operation (the OpenAPI document shows it)."""
+
+    name: str
+    schema: Mapping[str, Any]
+    description: str
+
+
+@dataclass(frozen=True)
 class ApiRoute:
     """One operation of the public API."""
 
@@ -55,6 +65,8 @@ class ApiRoute:
     """Problem statuses this operation documents (401/403/404 are added for protected ones)."""
     request_model: type[BaseModel] | None = None
     tags: tuple[str, ...] = field(default=())
+    query: tuple[QueryParam, ...] = ()
+    """Query parameters the operation reads (documented, all optional)."""
 
 
 def _wrap(route: ApiRoute, engine: Engine) -> Callable[[Request], Awaitable[Response]]:
@@ -121,4 +133,4 @@ def all_api_routes() -> tuple[ApiRoute, ...]:
     )
 
 
-__all__ = ["ApiRoute", "Context", "Endpoint", "all_api_routes", "starlette_routes"]
+__all__ = ["ApiRoute", "Context", "Endpoint", "QueryParam", "all_api_routes", "starlette_routes"]

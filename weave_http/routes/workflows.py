@@ -35,7 +35,7 @@ from weave_http.models import (
     WorkflowResult,
     json_response,
 )
-from weave_http.routes import ApiRoute, Context
+from weave_http.routes import ApiRoute, Context, QueryParam
 
 WORKFLOWS = "/v1/namespaces/{ns}/workflows"
 WORKFLOW = WORKFLOWS + "/{workflow_id}"
@@ -200,6 +200,9 @@ API_ROUTES: tuple[ApiRoute, ...] = (
         permission=Permission.READ,
         responses={200: (WorkflowResult, "the outcome: done, or still running after the wait")},
         errors=(422,), tags=("workflows",),
+        query=(QueryParam("wait_seconds", {"type": "number", "minimum": 0,
+                                           "maximum": MAX_WAIT_S, "default": 0},
+                          "seconds to wait for the instance to be done (a long poll)"),),
     ),
     ApiRoute(
         method="GET", path=HISTORY, endpoint=history, operation_id="getWorkflowHistory",
