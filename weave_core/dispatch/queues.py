@@ -250,7 +250,9 @@ def set_queue_capacity(
     db: Database, namespace: str, queue: str, capacity: int, *, actor: str
 ) -> QueueState:
     """Set a queue's capacity (creating the queue if needed). Lowering it below what the
-    queue holds refuses new tasks until enough settle; nothing accepted is dropped."""
+    queue holds refuses new reservations until enough settle (a step that passes its
+    task's unit to the successor is not one: the count does not rise); nothing accepted
+    is dropped."""
     check_name(queue, "queue")
     _check_limit(capacity, "capacity")
 
