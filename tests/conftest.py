@@ -22,6 +22,7 @@ from tests.live_server import (  # noqa: F401  shared fixtures
 )
 from weave_core.db import Database
 from weave_core.migrate import upgrade
+from weave_core.plugins import PluginHost
 
 MYSQL_SERVER_URL = os.environ.get("WEAVE_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/")
 REQUIRE_MYSQL = os.environ.get("WEAVE_REQUIRE_MYSQL") == "1"
@@ -77,20 +78,38 @@ def drop_mysql_database(url: str) -> None:
         conn.close()
 
 
-@pytest.fixture(scope="session")
-def mysql_url() -> Iterator[str]:
-    """A migrated throw-away MariaDB database shared by the session (isolate by namespace)."""
-    url = create_mysql_database()
+def migrated_database(prefix: str = "weave_t") -> Iterator[str]:
+    """A migrated throw-away MariaDB database, dropped afterwards: ``yield from`` it in a
+    session fixture ``mysql_url`` (a test package that needs a database of its own
+    overrides ``mysql_url`` and ``mysql_db`` in its conftest with these two helpers)."""
+    url = create_mysql_database(prefix)
     upgrade(url)
     yield url
     drop_mysql_database(url)
 
 
-@pytest.fixture(scope="session")
-def mysql_db(mysql_url: str) -> Iterator[Database]:
-    db = Database.from_url(mysql_url)
+def opened_database(url: str) -> Iterator[Database]:
+    """``Database.from_url(url)``, disposed afterwards (``yield from`` it in a fixture)."""
+    db = Database.from_url(url)
     yield db
     db.dispose()
+
+
+@pytest.fixture(scope="session")
+def mysql_url() -> Iterator[str]:
+    """A migrated throw-away MariaDB database shared by the session (isolate by namespace)."""
+    yield from migrated_database()
+
+
+@pytest.fixture(scope="session")
+def mysql_db(mysql_url: str) -> Iterator[Database]:
+    yield from opened_database(mysql_url)
+
+
+@pytest.fixture(scope="session")
+def plugin_host() -> PluginHost:
+    """The node kinds installed here, loaded from their entry points."""
+    return PluginHost.from_entry_points()
 
 
 @pytest.fixture

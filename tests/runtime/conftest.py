@@ -12,32 +12,21 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import create_mysql_database, drop_mysql_database
+from tests.conftest import migrated_database, opened_database
 from weave_core.db import Database
 from weave_core.engine import Engine
 from weave_core.limits import Limits
-from weave_core.migrate import upgrade
 from weave_core.plugins import PluginHost
 
 
 @pytest.fixture(scope="session")
 def mysql_url() -> Iterator[str]:
-    url = create_mysql_database("weave_rt")
-    upgrade(url)
-    yield url
-    drop_mysql_database(url)
+    yield from migrated_database("weave_rt")
 
 
 @pytest.fixture(scope="session")
 def mysql_db(mysql_url: str) -> Iterator[Database]:
-    db = Database.from_url(mysql_url)
-    yield db
-    db.dispose()
-
-
-@pytest.fixture(scope="session")
-def plugin_host() -> PluginHost:
-    return PluginHost.from_entry_points()
+    yield from opened_database(mysql_url)
 
 
 def make_engine(db: Database, plugins: PluginHost, node_id: str = "node-a",

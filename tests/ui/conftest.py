@@ -12,13 +12,12 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Locator, Page, sync_playwright
 from starlette.testclient import TestClient
 
-from tests.conftest import create_mysql_database, drop_mysql_database
+from tests.conftest import migrated_database, opened_database
 from tests.live_server import LiveServer
 from tests.ui.helpers import Api
 from weave_core.db import Database
 from weave_core.engine import Engine
 from weave_core.limits import Limits
-from weave_core.migrate import upgrade
 from weave_core.plugins import PluginHost
 from weave_http.app import create_app
 
@@ -81,22 +80,12 @@ def api(weave_server: LiveServer) -> Iterator[Api]:
 @pytest.fixture(scope="session")
 def mysql_url() -> Iterator[str]:
     """A MariaDB database of the console tests alone (they add 10,000 instances)."""
-    url = create_mysql_database("weave_ui")
-    upgrade(url)
-    yield url
-    drop_mysql_database(url)
+    yield from migrated_database("weave_ui")
 
 
 @pytest.fixture(scope="session")
 def mysql_db(mysql_url: str) -> Iterator[Database]:
-    db = Database.from_url(mysql_url)
-    yield db
-    db.dispose()
-
-
-@pytest.fixture(scope="session")
-def plugin_host() -> PluginHost:
-    return PluginHost.from_entry_points()
+    yield from opened_database(mysql_url)
 
 
 @pytest.fixture
