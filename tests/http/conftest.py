@@ -30,11 +30,6 @@ _LISTEN_LINE = re.compile(r"listening on (http://\S+)")
 # --- in-process apps -----------------------------------------------------------------
 
 
-@pytest.fixture(scope="session")
-def plugin_host() -> PluginHost:
-    return PluginHost.from_entry_points()
-
-
 def make_engine(db: Database, plugins: PluginHost, limits: Limits | None = None) -> Engine:
     return Engine(db=db, plugins=plugins, limits=limits or Limits(), node_id="http-test")
 
