@@ -17,7 +17,6 @@ from sqlalchemy.engine import Connection
 from weave_core import exactjson
 from weave_core.exactjson import JSON
 from weave_core.schema import weave_audit
-from weave_core.statements import append_row
 
 MAX_LIST_LIMIT = 1000
 _READ_MAX_DEPTH = 512
@@ -101,26 +100,6 @@ def write_audit(
     return int(key[0])
 
 
-def append_audit(
-    conn: Connection,
-    *,
-    namespace: str,
-    actor: str,
-    action: str,
-    object_type: str,
-    object_id: str,
-    operation_id: str | None = None,
-    metadata: JSON = None,
-    at: datetime,
-) -> None:
-    """:func:`write_audit` for a caller that needs no id back: inside an ``appending``
-    block (``weave_core.statements``) the row is inserted with the block's other audit
-    rows (a step transaction's two in one statement), else at once."""
-    append_row(conn, weave_audit, audit_row(
-        namespace=namespace, actor=actor, action=action, object_type=object_type,
-        object_id=object_id, operation_id=operation_id, metadata=metadata, at=at))
-
-
 def _parse(text: str | None) -> JSON:
     # Our own canonical text: any depth we wrote is accepted back.
     return None if text is None else exactjson.loads(text, max_depth=_READ_MAX_DEPTH)
@@ -160,4 +139,4 @@ def list_audit(
     ]
 
 
-__all__ = ["AuditEntry", "append_audit", "audit_row", "list_audit", "write_audit"]
+__all__ = ["AuditEntry", "audit_row", "list_audit", "write_audit"]

@@ -53,8 +53,9 @@ class HandlerRef:
         return handler_key(self.name, self.version)
 
 
-def _check_request(queue: str, worker_id: str, handlers: Sequence[HandlerRef],
-                   max_tasks: int) -> None:
+def check_claim(queue: str, worker_id: str, handlers: Sequence[HandlerRef],
+                max_tasks: int) -> None:
+    """Validate a claim request (raises ``ValidationError`` with every problem)."""
     check_name(queue, "queue")
     problems: list[Problem] = []
     if not worker_id or len(worker_id) > 255:
@@ -134,12 +135,6 @@ def settle_expired(db: Database, namespace: str, queue: str, expired: Sequence[R
         expire_one(db, namespace, task.task_id, queue, actor=actor, limits=limits)
 
 
-def check_claim(queue: str, worker_id: str, handlers: Sequence[HandlerRef],
-                max_tasks: int) -> None:
-    """Validate a claim request (raises ``ValidationError`` with every problem)."""
-    _check_request(queue, worker_id, handlers, max_tasks)
-
-
 def claim(
     db: Database,
     *,
@@ -152,7 +147,7 @@ def claim(
     limits: Limits = DEFAULT_LIMITS,
 ) -> list[ClaimedTask]:
     """Claim up to ``max_tasks`` due tasks now (no waiting)."""
-    _check_request(queue, worker_id, handlers, max_tasks)
+    check_claim(queue, worker_id, handlers, max_tasks)
     keys = [h.key for h in handlers]
 
     def _claim(conn: Connection) -> tuple[list[ClaimedTask], list[Row[Any]]]:
@@ -182,7 +177,7 @@ async def claim_wait(
 ) -> list[ClaimedTask]:
     """The long poll: claim now; if nothing, wait (woken in-process or by the queue's
     watcher, see ``wakeup``) and claim again, until ``wait_seconds`` have passed."""
-    _check_request(queue, worker_id, handlers, max_tasks)
+    check_claim(queue, worker_id, handlers, max_tasks)
     if not 0 <= wait_seconds <= MAX_WAIT_SECONDS:
         raise ValidationError("invalid claim", [
             Problem("$.wait_seconds", "out_of_range", f"0..{MAX_WAIT_SECONDS}")])

@@ -26,7 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
 from weave_core import exactjson
-from weave_core.audit import append_audit
+from weave_core.audit import audit_row
 from weave_core.dispatch.errors import TaskOwnerUnverifiedError
 from weave_core.dispatch.model import (
     EVENT_BY_STATUS,
@@ -44,6 +44,7 @@ from weave_core.faults import fault_point
 from weave_core.limits import DEFAULT_LIMITS, Limits
 from weave_core.schema import (
     weave_activations,
+    weave_audit,
     weave_inbox,
     weave_poll_rounds,
     weave_task_attempts,
@@ -278,10 +279,11 @@ def settle_txn(
     if error is not None:
         metadata["error"] = error
     metadata.update(audit_metadata or {})
-    append_audit(
-        conn, namespace=task.namespace, actor=actor, action=event_type, object_type="task",
+    # Appended: inside a step transaction it goes out with the workflow's audit row.
+    append_row(conn, weave_audit, audit_row(
+        namespace=task.namespace, actor=actor, action=event_type, object_type="task",
         object_id=task.task_id, operation_id=operation_id, metadata=metadata, at=now,
-    )
+    ))
     fault_point("delivery.after_audit")
     return revision
 

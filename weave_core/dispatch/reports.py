@@ -105,7 +105,8 @@ class Completion:
     replay: bool = False
 
 
-def _attempt(conn: Connection, task_id: str, attempt_id: str) -> Row[Any]:
+def fence_attempt_txn(conn: Connection, task_id: str, attempt_id: str) -> Row[Any]:
+    """The fencing columns of ``attempt_id`` of ``task_id`` (``AttemptNotFoundError``)."""
     a = weave_task_attempts
     row: Any = conn.execute(  # only the columns the fencing reads (narrow is cheaper)
         sa.select(a.c.report_hash, a.c.finished_at, a.c.close_by)
@@ -117,17 +118,6 @@ def _attempt(conn: Connection, task_id: str, attempt_id: str) -> Row[Any]:
             details={"task_id": task_id, "attempt_id": attempt_id},
         )
     return cast("Row[Any]", row)
-
-
-def fence_attempt_txn(conn: Connection, task_id: str, attempt_id: str) -> Row[Any]:
-    """The fencing columns of ``attempt_id`` of ``task_id`` (``AttemptNotFoundError``)."""
-    return _attempt(conn, task_id, attempt_id)
-
-
-def settled_view(task: Row[Any], status: TaskStatus, revision: int, result: JSON,
-                 error: JSON, now: datetime) -> TaskView:
-    """The task as ``settle_txn`` just wrote it (see ``_settled_view``)."""
-    return _settled_view(task, status, revision, result, error, now)
 
 
 def heartbeat(
@@ -151,7 +141,7 @@ def heartbeat(
         task = lock_task(conn, task_id)
         if task is None or task.namespace != namespace:
             raise TaskNotFoundError(f"task {task_id!r} not found", details={"task_id": task_id})
-        attempt = _attempt(conn, task_id, attempt_id)
+        attempt = fence_attempt_txn(conn, task_id, attempt_id)
         if (
             task.status != TaskStatus.RUNNING
             or task.current_attempt_id != attempt_id
@@ -194,7 +184,7 @@ def _refuse_txn(
                 object_type="task", object_id=task.task_id, metadata=payload, at=now)
 
 
-def _settled_view(task: Row[Any], status: TaskStatus, revision: int, result: JSON,
+def settled_view(task: Row[Any], status: TaskStatus, revision: int, result: JSON,
                   error: JSON, now: datetime) -> TaskView:
     """The task as ``settle_txn`` just wrote it, from the locked row and what changed (no
     re-read: the reply costs no statement). Documents go through the same text form the
@@ -240,7 +230,7 @@ def complete(
         lock_capacity_txn(conn, namespace, [peek.queue])
         task = lock_task(conn, task_id)
         assert task is not None
-        attempt = _attempt(conn, task_id, attempt_id)
+        attempt = fence_attempt_txn(conn, task_id, attempt_id)
         if attempt.report_hash is not None:
             if attempt.report_hash == report_hash:
                 return Completion(get_task_txn(conn, namespace, task_id), replay=True)
@@ -291,7 +281,7 @@ def complete(
             revision = settle_txn(conn, task, now=now, status=status, actor=actor,
                                   attempt_end=AttemptEnd.FAILED, report_hash=report_hash,
                                   error=error, limits=limits)
-        return Completion(_settled_view(task, status, revision, result, error, now))
+        return Completion(settled_view(task, status, revision, result, error, now))
 
     outcome = db.transaction(_complete, name="dispatch_complete")
     if isinstance(outcome, ConflictError):
