@@ -145,15 +145,20 @@ def test_a_workflow_runs_to_the_end_on_steps_and_gives_every_unit_back(
     assert (quota.outstanding, queue.outstanding) == (0, 0)
 
 
-def test_a_fan_out_re_runs_in_order_and_reserves_every_branch(any_engine: Engine) -> None:
-    engine = any_engine
+def _fan(engine: Engine, branches: int) -> tuple[str, str]:
+    """Task ``a``, then a parallel of ``branches`` tasks of handler ``b``: started."""
     ns = new_namespace(engine)
     publish(engine, ns, definition("fan", [
         task("a"),
         {"id": "fan", "kind": "parallel",
-         "branches": {f"x{i}": [task(f"x{i}", "b")] for i in range(3)}},
+         "branches": {f"x{i}": [task(f"x{i}", "b")] for i in range(branches)}},
     ]))
-    wid = start(engine, ns, "fan", {}).instance.instance_id
+    return ns, start(engine, ns, "fan", {}).instance.instance_id
+
+
+def test_a_fan_out_re_runs_in_order_and_reserves_every_branch(any_engine: Engine) -> None:
+    engine = any_engine
+    ns, wid = _fan(engine, 3)
     (a,) = work(engine, ns, handlers=["a"])
     done = _step(engine, ns, a, max_tasks=2)
     assert done.one_transaction and len(done.next_tasks) == 2
@@ -164,13 +169,7 @@ def test_a_fan_out_re_runs_in_order_and_reserves_every_branch(any_engine: Engine
 
 def test_a_full_queue_in_a_step_defers_the_successor(any_engine: Engine) -> None:
     engine = any_engine
-    ns = new_namespace(engine)
-    publish(engine, ns, definition("fan", [
-        task("a"),
-        {"id": "fan", "kind": "parallel",
-         "branches": {f"x{i}": [task(f"x{i}", "b")] for i in range(2)}},
-    ]))
-    wid = start(engine, ns, "fan", {}).instance.instance_id
+    ns, wid = _fan(engine, 2)
     set_queue_capacity(engine.db, ns, "q", 1, actor="test")
     (a,) = work(engine, ns, handlers=["a"])
     done = _step(engine, ns, a)

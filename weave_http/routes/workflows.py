@@ -48,17 +48,23 @@ def _bad_query(name: str, message: str) -> ValidationError:
                            [Problem(f"$.{name}", "invalid_query", message)])
 
 
+def utc_time(raw: str) -> datetime:
+    """An ISO 8601 / RFC 3339 time as naive UTC (an offset is converted, none means UTC);
+    ``ValueError`` when it is not one. The API's and the console's list filters."""
+    value = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC).replace(tzinfo=None)
+    return value
+
+
 def _time(request: Request, name: str) -> datetime | None:
     raw = request.query_params.get(name)
     if raw is None:
         return None
     try:
-        value = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+        return utc_time(raw)
     except ValueError:
         raise _bad_query(name, "an RFC 3339 time, e.g. 2025-01-31T12:00:00Z") from None
-    if value.tzinfo is not None:
-        value = value.astimezone(UTC).replace(tzinfo=None)
-    return value
 
 
 def _int(request: Request, name: str, default: int) -> int:
@@ -213,4 +219,4 @@ API_ROUTES: tuple[ApiRoute, ...] = (
     ),
 )
 
-__all__ = ["API_ROUTES"]
+__all__ = ["API_ROUTES", "utc_time"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
@@ -19,6 +19,7 @@ from weave_core.errors import Problem, ValidationError
 from weave_core.identity import Permission
 from weave_core.runtime import InstanceStatus
 from weave_core.runtime.reads import ListFilter, describe_instance, list_instances, read_history
+from weave_http.routes.workflows import utc_time
 from weave_http.ui.graph import render_graph, states_of
 from weave_http.ui.queries import attempts_of, wait_reasons
 from weave_http.ui.render import page
@@ -36,12 +37,9 @@ def _bad(name: str, message: str) -> ValidationError:
 
 def _time(name: str, raw: str) -> datetime:
     try:
-        value = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+        return utc_time(raw)
     except ValueError:
         raise _bad(name, "a time such as 2025-01-31T12:00 (UTC)") from None
-    if value.tzinfo is not None:
-        value = value.astimezone(UTC).replace(tzinfo=None)
-    return value
 
 
 def parse_filters(query: Mapping[str, str]) -> tuple[ListFilter, dict[str, str]]:
