@@ -20,6 +20,7 @@ from tests.live_server import (  # noqa: F401  shared fixtures
     weave_server,
     weave_server_process,
 )
+from tests.round_trips import round_trips  # noqa: F401  a shared fixture
 from weave_core.db import Database
 from weave_core.migrate import upgrade
 from weave_core.plugins import PluginHost

@@ -40,6 +40,7 @@ from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import ConnectionPoolEntry
 
+from weave_core import deferred
 from weave_core.errors import TransactionRetriesExhaustedError
 from weave_core.schema import weave_clock as _clock
 
@@ -126,7 +127,7 @@ def _backoff(attempt: int) -> float:
 
 
 def _mysql_engine(url: sa.URL, pool_size: int) -> Engine:
-    return sa.create_engine(
+    engine = sa.create_engine(
         url,
         pool_size=pool_size,
         max_overflow=pool_size,
@@ -147,11 +148,15 @@ def _mysql_engine(url: sa.URL, pool_size: int) -> Engine:
         connect_args={
             "charset": "utf8mb4",
             # Version-checked UPDATEs must count matched rows, not changed rows (fact 8).
-            "client_flag": CLIENT.FOUND_ROWS,
+            # MULTI_STATEMENTS: the step transaction sends its closing writes as one
+            # round trip (weave_core.deferred); values are still escaped by PyMySQL.
+            "client_flag": CLIENT.FOUND_ROWS | CLIENT.MULTI_STATEMENTS,
             # Database time is UTC; DATETIME columns hold naive UTC values (fact 7).
             "init_command": "SET time_zone = '+00:00'",
         },
     )
+    deferred.install(engine)  # first listener: queued writes are sent, and seen, first
+    return engine
 
 
 def _sqlite_engine(url: sa.URL, pool_size: int, busy_timeout_ms: int) -> Engine:

@@ -21,6 +21,8 @@ from typing import Any, Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
+from weave_core.deferred import defer, deferring_now
+
 LockMode = Literal["exclusive", "shared"] | None
 
 _SELECTS: dict[tuple[Any, ...], sa.Select[Any]] = {}
@@ -64,10 +66,23 @@ def insert_rows(conn: Connection, table: sa.Table,
                           lambda t=table, c=columns: sa.insert(t).values(
                               {name: sa.bindparam(name) for name in c}))
         params: Any = group[0] if len(group) == 1 else group
+        if sql is not None and _defer_insert(conn, sql, group):
+            continue
         if sql is None:
             conn.execute(sa.insert(table), params)
         else:
             conn.exec_driver_sql(sql, params)
+
+
+def _defer_insert(conn: Connection, sql: str, group: list[dict[str, Any]]) -> bool:
+    """Queue a (multi-row) INSERT in an open ``deferred.deferring`` block."""
+    if len(group) == 1:
+        return defer(conn, sql, group[0], 1)
+    head, values = sql.split(" VALUES ", 1)
+    rows = {f"r{i}_{k}": v for i, row in enumerate(group) for k, v in row.items()}
+    text = head + " VALUES " + ", ".join(
+        values.replace("%(", f"%(r{i}_") for i in range(len(group)))
+    return defer(conn, text, rows, len(group))
 
 
 def _where(table: sa.Table, columns: Sequence[str]) -> list[sa.ColumnElement[bool]]:
@@ -141,6 +156,8 @@ def update_keyed(
     sql = _driver_sql(conn, ("update", table.name, *shape),
                       lambda: _update_statement(table, *shape))
     if sql is not None:
+        if defer(conn, sql, params, 1):  # a keyed UPDATE in a deferring block: one row
+            return 1
         return int(conn.exec_driver_sql(sql, params).rowcount)
     return int(conn.execute(_update_statement(table, *shape), params).rowcount)
 
@@ -161,7 +178,11 @@ def update_many_keyed(
         sql = _driver_sql(conn, ("update", table.name, where_columns, value_columns),
                           lambda w=where_columns, v=value_columns: _update_statement(
                               table, w, v))
-        if sql is not None:
+        if sql is not None and deferring_now(conn):  # each a keyed UPDATE of one row
+            for one in params_list:
+                defer(conn, sql, one, 1)
+            matched += len(params_list)
+        elif sql is not None:
             matched += int(conn.exec_driver_sql(sql, params_list).rowcount)
         else:
             stmt = _update_statement(table, where_columns, value_columns)

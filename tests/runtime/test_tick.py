@@ -98,7 +98,9 @@ def test_the_tick_expires_the_lease_of_a_dead_worker(any_engine: Engine) -> None
     try:
         set_clock_offset(engine.db, 61)  # past the default 60 s lease
         result = run_tick(engine)
-        assert result.outcomes.get("leases_expired") == 1
+        # this task's lease at least (the test database is shared: other tests' abandoned
+        # claims are past their leases too); the claim below proves it was this one
+        assert result.outcomes.get("leases_expired", 0) >= 1
         set_clock_offset(engine.db, 61 + 10)  # past the retry backoff
         (again,) = work(engine, ns, handlers=["a"])
         assert again.task_id == lost.task_id and again.attempt_id != lost.attempt_id

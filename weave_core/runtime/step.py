@@ -43,9 +43,11 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
+from sqlalchemy.exc import DBAPIError
 
 from weave_core import exactjson
 from weave_core.db import reruns_transaction
+from weave_core.deferred import DeferredWriteMismatch, deferring
 from weave_core.dispatch.claim import HandlerRef, check_claim, claim, claim_txn, settle_expired
 from weave_core.dispatch.delivery import settle_txn
 from weave_core.dispatch.errors import TaskNotFoundError
@@ -236,13 +238,23 @@ def _step_txn(
     if (peek.owner_kind != OwnerKind.WORKFLOW_ACTIVATION.value or peek.instance_id is None
             or peek.act_namespace != namespace or peek.inst_namespace != namespace):
         raise _Classic
-    with appending(conn):
-        if in_order:
-            return _locked_step(conn, engine, peek, None, namespace, task_id,
-                                attempt_id, report, actor, claim_next)
-        with capacity_ledger(conn, namespace) as ledger:
-            return _locked_step(conn, engine, peek, ledger, namespace, task_id,
-                                attempt_id, report, actor, claim_next)
+    try:
+        # The closing writes are queued and sent as few round trips (weave_core.deferred);
+        # the status events go with them (appending ends inside deferring).
+        with deferring(conn), appending(conn):
+            if in_order:
+                return _locked_step(conn, engine, peek, None, namespace, task_id,
+                                    attempt_id, report, actor, claim_next)
+            with capacity_ledger(conn, namespace) as ledger:
+                return _locked_step(conn, engine, peek, ledger, namespace, task_id,
+                                    attempt_id, report, actor, claim_next)
+    except DeferredWriteMismatch as exc:
+        logger.info("step of task %s: %s; taking the classic path", task_id, exc)
+        raise _Classic from exc
+    except DBAPIError as exc:  # e.g. a queued write's error, sent late: the classic path
+        if reruns_transaction(exc):  # sends each statement alone and answers as before
+            raise
+        raise _Classic from exc
 
 
 def _locked_step(

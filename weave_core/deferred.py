@@ -1,0 +1,136 @@
+"""Writes held back and sent together: a transaction's keyed UPDATEs and plain INSERTs in
+one round trip instead of one each.
+
+Why: on this kind of machine a statement's round trip costs MariaDB and the engine more
+CPU than the statement itself (measured on loopback: twelve keyed UPDATEs sent one by one
+cost 1.2-1.5 ms of client CPU and 1.0-1.3 ms of server CPU; sent as one multi-statement
+query, 0.5 and 0.5). The step transaction ends with a dozen writes that return nothing
+the transaction reads, so inside :func:`deferring` they are queued and sent as one
+``COM_QUERY`` of several statements (PyMySQL's ``CLIENT.MULTI_STATEMENTS``):
+
+- order is kept: before any other statement runs on the connection (a read, an INSERT
+  whose generated key is needed, a SAVEPOINT, the block's end), the queue is sent first,
+  so every statement still sees the writes before it and locks are taken in the order
+  the code wrote them (the R-6.2 lock order is unchanged);
+- a queued statement's answer is checked when it arrives: a keyed UPDATE must match
+  exactly one row and an INSERT its rows, else :class:`DeferredWriteMismatch` (the caller
+  rolls back and takes its non-deferred path, which sees the real count);
+- a database error of a queued statement surfaces as SQLAlchemy's ``DBAPIError`` from the
+  statement that sent the queue (or the block's end), so deadlocks still re-run the
+  transaction; a lost connection invalidates it;
+- the engine's statement listeners still see each statement, with its own text and
+  parameters (counters, the lock-order recorder);
+- values are interpolated by PyMySQL's own escaping, exactly as for a single statement
+  (PyMySQL always interpolates client-side), so batching adds no injection surface.
+
+Only on MariaDB/MySQL; on SQLite (and outside a block) every write runs at once.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pymysql
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError
+
+_KEY = "weave_deferred_writes"
+_LOST = frozenset({2006, 2013})
+_listening: weakref.WeakSet[Engine] = weakref.WeakSet()
+
+
+class DeferredWriteMismatch(RuntimeError):
+    """A queued write matched another number of rows than the caller was told."""
+
+
+def defer(conn: Connection, sql: str, params: dict[str, Any], expected: int) -> bool:
+    """Queue ``sql`` with ``params`` when a :func:`deferring` block is open on ``conn``
+    (the caller then takes ``expected`` as the statement's row count); False otherwise."""
+    pending: list[tuple[str, dict[str, Any], int]] | None = conn.info.get(_KEY)
+    if pending is None:
+        return False
+    pending.append((sql, params, expected))
+    return True
+
+
+def deferring_now(conn: Connection) -> bool:
+    """Is a :func:`deferring` block open on ``conn``?"""
+    return _KEY in conn.info
+
+
+@contextmanager
+def deferring(conn: Connection) -> Iterator[None]:
+    """Queue the block's keyed writes and send them together (module docstring). On an
+    exception the queue is dropped unsent: the transaction is rolling back."""
+    if conn.dialect.name not in ("mysql", "mariadb") or _KEY in conn.info:
+        yield
+        return
+    install(conn.engine)
+    conn.info[_KEY] = []
+    try:
+        yield
+        flush(conn)
+    finally:
+        conn.info.pop(_KEY, None)
+
+
+def install(engine: Engine) -> None:
+    """Listen on ``engine`` for statements that must send the queue first. ``Database``
+    installs it when it creates a MariaDB engine, before any other listener, so that the
+    others see the queued statements before the one that sent them."""
+    if engine not in _listening:
+        event.listen(engine, "before_cursor_execute", _send_first)
+        _listening.add(engine)
+
+
+def _send_first(conn: Connection, *_: Any) -> None:
+    """Any other statement waits for the queued ones (their order is the code's order)."""
+    if conn.info.get(_KEY):
+        flush(conn)
+
+
+def flush(conn: Connection) -> None:
+    """Send the queued writes now, as one multi-statement round trip, and check each
+    statement's row count."""
+    pending: list[tuple[str, dict[str, Any], int]] | None = conn.info.get(_KEY)
+    if not pending:
+        return
+    items = list(pending)
+    pending.clear()
+    dbapi = conn.connection.dbapi_connection
+    assert dbapi is not None
+    cursor = dbapi.cursor()
+    try:
+        for sql, params, _ in items:  # listeners see every statement, as if sent alone
+            conn.dispatch.before_cursor_execute(conn, cursor, sql, params, None, False)
+        text = ";\n".join(cursor.mogrify(sql, params) for sql, params, _ in items)
+        counts = _send(conn, cursor, text)
+    finally:
+        cursor.close()
+    for (sql, _, expected), got in zip(items, counts, strict=True):
+        if got != expected:
+            raise DeferredWriteMismatch(f"{got} rows (expected {expected}) for: {sql[:120]}")
+
+
+def _send(conn: Connection, cursor: Any, text: str) -> list[int]:
+    try:
+        cursor.execute(text)
+        counts = [int(cursor.rowcount)]
+        while cursor.nextset():
+            counts.append(int(cursor.rowcount))
+    except pymysql.Error as exc:
+        code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+        lost = code in _LOST or isinstance(exc, pymysql.err.InterfaceError)
+        if lost:
+            conn.invalidate(exc)
+        raise DBAPIError.instance(text[:2000], None, exc, pymysql.Error,
+                                  connection_invalidated=lost,
+                                  dialect=conn.dialect) from exc
+    return counts
+
+
+__all__ = ["DeferredWriteMismatch", "defer", "deferring", "deferring_now", "flush", "install"]
