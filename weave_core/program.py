@@ -51,6 +51,7 @@ class Program:
 
     __slots__ = (
         "_content_hash", "_document", "_limits", "_max_value_bytes", "_nodes", "_order", "_parents",
+        "_queues",
     )
 
     def __init__(self, validated: ValidatedDefinition, host: PluginHost, limits: Limits) -> None:
@@ -75,6 +76,7 @@ class Program:
         self._parents: Mapping[str, str] = MappingProxyType(
             {n.step_id: n.parent for n in nodes.values() if n.parent not in (None, ROOT)}
         )
+        self._queues: tuple[str, ...] | None = None
 
     @classmethod
     def from_validated(
@@ -111,6 +113,22 @@ class Program:
         """A fresh deep copy of the canonical document."""
         return canonicalize(self._document)
 
+    def field(self, name: str) -> JSON:
+        """A copy of one top-level field of the document (None when absent): a start
+        reads three of them, and copying the whole document for each cost a fifth of
+        the start's CPU."""
+        assert isinstance(self._document, dict)
+        return canonicalize(self._document.get(name))
+
+    def queues(self) -> tuple[str, ...]:
+        """The sorted queues the leaf steps name in their config (computed once)."""
+        if self._queues is None:
+            found = {getattr(node.config, "queue", None) for step_id, node in
+                     self._nodes.items() if step_id in self._order
+                     and not self.is_composite(step_id) and node.config is not None}
+            self._queues = tuple(sorted(q for q in found if isinstance(q, str)))
+        return self._queues
+
     def step_ids(self) -> tuple[str, ...]:
         """Every step id, in document (pre-)order; ``$root`` excluded."""
         return self._order
@@ -127,6 +145,15 @@ class Program:
         if config is None:
             raise KeyError(f"{step_id!r} has no config")
         return config.model_copy(deep=True)
+
+    def config_read_only(self, step_id: str) -> BaseModel:
+        """The step's validated config itself, not a copy: for a caller that only reads
+        it (a start checks every step's spans; a deep copy per step cost a tenth of the
+        start's CPU). Never change it: :meth:`config` gives a copy to change."""
+        config = self._node(step_id).config
+        if config is None:
+            raise KeyError(f"{step_id!r} has no config")
+        return config
 
     def parent_of(self, step_id: str) -> tuple[str, str] | None:
         """``(composite id, block name)`` holding the step; ``$root``'s block is ``steps``."""

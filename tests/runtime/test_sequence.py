@@ -19,6 +19,8 @@ from tests.runtime.helpers import (
     transitions_of,
 )
 from weave_core.engine import Engine
+from weave_core.plugins import PluginHost
+from weave_core.program import compile
 from weave_core.runtime import InstanceStatus
 
 
@@ -177,3 +179,26 @@ def test_a_timer_waits_on_database_time(any_engine: Engine) -> None:
         set_clock_offset(engine.db, 0)
     assert instance(engine, wid).status == "SUCCEEDED"
     assert [p.state for p in pending_of(engine, wid) if p.id == timer.id] == ["DONE"]
+
+
+def test_a_program_reads_its_queues_and_fields_without_copying_the_document(
+    plugin_host: PluginHost,
+) -> None:
+    """What a start reads of the pinned program (admission's hot path): the sorted queues
+    of its leaf steps, nested ones included, computed once; one field as a copy; a step's
+    config without a copy for a caller that only reads it."""
+    doc = definition("qs", [
+        task("a", queue="payments"),
+        {"id": "p", "kind": "parallel", "branches": {
+            "l": [task("l1", queue="mail")], "r": [task("r1", queue="payments")]}},
+    ], input_schema={"type": "object", "properties": {"n": {"type": "integer"}}})
+    prog = compile(doc, plugin_host)
+    assert prog.queues() == ("mail", "payments") and prog.queues() is prog.queues()
+    schema = prog.field("input_schema")
+    assert schema == doc["input_schema"] and prog.field("absent") is None
+    assert isinstance(schema, dict)
+    schema["properties"].clear()  # a copy: the program keeps its own
+    assert prog.field("input_schema") == doc["input_schema"]
+    assert prog.config_read_only("a") is prog.config_read_only("a")
+    assert prog.config("a") is not prog.config("a")
+    assert prog.config_read_only("a") == prog.config("a")

@@ -135,20 +135,7 @@ def read_instance(conn: Connection, namespace: str, instance_id: str) -> Instanc
 
 def queues_of(program: Program) -> list[str]:
     """The sorted queues the version's steps use (locked in this order, R-6.2)."""
-    found: set[str] = set()
-    for step_id in program.step_ids():
-        if program.is_composite(step_id):
-            continue
-        queue = getattr(program.config(step_id), "queue", None)
-        if isinstance(queue, str):
-            found.add(queue)
-    return sorted(found)
-
-
-def _document_field(program: Program, name: str) -> Any:
-    document = program.document()
-    assert isinstance(document, dict)
-    return document.get(name)
+    return list(program.queues())
 
 
 def start_workflow(
@@ -164,13 +151,13 @@ def start_workflow(
     cache = programs(engine)
     key = (namespace, record.definition_id, record.version)
     program = cache.cached(key) or cache.compile_document(key, record.document)
-    problems = input_problems(_document_field(program, "input_schema"), request.input)
+    problems = input_problems(program.field("input_schema"), request.input)
     if problems:
         raise ValidationError("the input does not match the definition's input_schema",
                               problems)
     queues = queues_of(program)
-    seconds = _document_field(program, "deadline_seconds") or engine.limits.max_deadline_seconds
-    policy = _document_field(program, "failure_policy") or FailurePolicy.REVIEW.value
+    seconds = program.field("deadline_seconds") or engine.limits.max_deadline_seconds
+    policy = program.field("failure_policy") or FailurePolicy.REVIEW.value
     from weave_core.runtime.waits import start_problems  # issue 6
 
     wait_problems = start_problems(program, int(seconds), engine.limits)

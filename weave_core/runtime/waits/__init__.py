@@ -163,7 +163,7 @@ def start_problems(program: Program, deadline_seconds: int, limits: Limits) -> l
     problems: list[Problem] = []
     for step_id in program.step_ids():
         kind = program.kind_of(step_id)
-        config = program.config(step_id)
+        config = program.config_read_only(step_id)
         where = f"$.steps.{step_id}"
         spans: list[tuple[str, int | None]] = []
         if kind == "timer":
