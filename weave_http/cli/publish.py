@@ -18,14 +18,15 @@ from typing import Any, TextIO
 
 import httpx
 
+from weave_http.cli.failures import one_line, report
 from weave_sdk import (
     Client,
     DefinitionFormatError,
     JSONDecodeError,
     ValidationError,
-    WeaveAPIError,
     WeaveSDKError,
     Workflow,
+    dumps,
     loads,
 )
 from weave_sdk.client import _Call
@@ -70,9 +71,11 @@ def load_target(target: str) -> Workflow | dict[str, Any]:
 
 
 def publish_target(
-    target: str, client: Client, *, out: TextIO | None = None, err: TextIO | None = None
+    target: str, client: Client, *, out: TextIO | None = None, err: TextIO | None = None,
+    as_json: bool = False,
 ) -> int:
-    """Publish TARGET with ``client``, print the outcome; return the exit code."""
+    """Publish TARGET with ``client``, print the outcome (one JSON document with
+    ``as_json``); return the exit code."""
     out = out or sys.stdout
     err = err or sys.stderr
     try:
@@ -86,22 +89,22 @@ def publish_target(
         for problem in exc.problems:
             print(f"  {problem.path}: {problem.code}: {problem.message}", file=err)
         return 1
-    except WeaveAPIError as exc:
-        print(f"error[{exc.code}]: {exc.detail}", file=err)
-        return 1
     except (DefinitionFormatError, TypeError, ValueError) as exc:
-        print(f"error[bad_definition]: {exc}", file=err)
+        print(f"error[bad_definition]: {one_line(str(exc))}", file=err)
         return 1
-    except WeaveSDKError as exc:
-        print(f"error[sdk_error]: {exc}", file=err)
-        return 1
+    except WeaveSDKError as exc:  # refused, unreachable, a nonsense answer
+        return report(exc, err)
     outcome = "created" if result.created else "unchanged"
-    print(
-        f"{outcome}: {result.definition_id} version {result.version} "
-        f"(content {result.content_hash[:12]})",
-        file=out,
-    )
-    for queue, name, version in unseen_handlers(client, result.document):
+    unseen = unseen_handlers(client, result.document)
+    if as_json:
+        print(dumps({"outcome": outcome, "definition_id": result.definition_id,
+                     "version": result.version, "content_hash": result.content_hash,
+                     "unseen_handlers": [{"queue": q, "handler": n, "handler_version": v}
+                                         for q, n, v in unseen]}), file=out)
+    else:
+        print(f"{outcome}: {result.definition_id} version {result.version} "
+              f"(content {result.content_hash[:12]})", file=out)
+    for queue, name, version in unseen:
         print(f"warning: no worker has been seen for handler {name!r} version {version!r} "
               f"on queue {queue!r}; its tasks will wait until one runs "
               "(weave worker module:attribute)", file=err)
@@ -147,7 +150,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"error[bad_configuration]: {exc}", file=sys.stderr)
         return 1
     with client:
-        return publish_target(args.target, client)
+        return publish_target(args.target, client, as_json=args.json)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -166,6 +169,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--namespace", default=None, help="namespace (default $WEAVE_NAMESPACE)"
     )
+    parser.add_argument("--json", action="store_true",
+                        help="print the outcome as one JSON document")
     parser.set_defaults(func=_run)
 
 

@@ -21,11 +21,11 @@ from typing import Any, TextIO
 
 import pydantic
 
+from weave_http.cli.failures import one_line, report
 from weave_sdk import (
     Client,
     JSONDecodeError,
     ValidationError,
-    WeaveAPIError,
     WeaveSDKError,
     dumps,
     loads,
@@ -215,13 +215,14 @@ def _start(client: Client, args: argparse.Namespace, out: TextIO, err: TextIO) -
     )
     started = handle.started
     assert started is not None
+    if args.json and not args.wait:
+        print(dumps({"created": handle.created, "workflow": _plain(started)}), file=out)
+        return 0
+    if not args.json:  # the id first: an interrupted --wait still says which instance
+        what = "started" if handle.created else "existing"
+        print(f"{what}: {started.workflow_id} ({started.definition_id} version "
+              f"{started.version}, {started.status.value})", file=out, flush=True)
     if not args.wait:
-        if args.json:
-            print(dumps({"created": handle.created, "workflow": _plain(started)}), file=out)
-        else:
-            what = "started" if handle.created else "existing"
-            print(f"{what}: {started.workflow_id} ({started.definition_id} version "
-                  f"{started.version}, {started.status.value})", file=out)
         return 0
     try:
         handle.result(timeout=args.timeout)
@@ -265,9 +266,10 @@ def _show(client: Client, args: argparse.Namespace, out: TextIO, err: TextIO) ->
         print(dumps(document), file=out)
         return 0
     render_description(view, out)
-    from weave_http.cli.views import render_waits
+    from weave_http.cli.views import render_task_errors, render_waits
 
     render_waits(view, out)
+    render_task_errors(view, out)
     if events is not None:
         print(file=out)
         print("history", file=out)
@@ -316,14 +318,10 @@ def run_command(
         for problem in exc.problems:
             print(f"  {problem.path}: {problem.code}: {problem.message}", file=err)
         return 1
-    except WeaveAPIError as exc:
-        print(f"error[{exc.code}]: {exc.detail}", file=err)
-        return 1
+    except WeaveSDKError as exc:  # the server refused, is unreachable, answered nonsense
+        return report(exc, err)
     except (TypeError, ValueError) as exc:
-        print(f"error[bad_argument]: {exc}", file=err)
-        return 1
-    except WeaveSDKError as exc:
-        print(f"error[sdk_error]: {exc}", file=err)
+        print(f"error[bad_argument]: {one_line(str(exc))}", file=err)
         return 1
     finally:
         if own:
