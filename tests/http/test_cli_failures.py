@@ -128,3 +128,13 @@ def test_a_client_command_that_runs_imports_no_server_either() -> None:
                             capture_output=True, text=True, timeout=60)
     assert json.loads(result.stdout) == [1, []]
     assert result.stderr.startswith("error[server_unreachable]: ")
+
+
+def test_the_choices_spelt_out_for_a_fast_help_match_the_sdk() -> None:
+    from weave_http.cli.worker import LOG_FORMATS, LOG_LEVELS
+    from weave_http.cli.workflows import STATUSES
+    from weave_sdk import logs
+    from weave_sdk.workflows import WorkflowStatus
+
+    assert STATUSES == tuple(s.value for s in WorkflowStatus)
+    assert (LOG_FORMATS, LOG_LEVELS) == (logs.LOG_FORMATS, logs.LOG_LEVELS)

@@ -84,12 +84,10 @@ def version_line() -> str:
 
 
 def _modules_for(command: str | None) -> list[str]:
-    """The modules to import: the command's own (all when ``command`` is ``None``), and
-    any module the table does not describe (so an unlisted group is never lost)."""
+    """The modules to import: the command's own (none for ``weave --help``), and any
+    module the table does not describe (so an unlisted group is never lost)."""
     described = {module for module, _ in COMMANDS.values()}
     extra = [m for m in COMMAND_MODULES if m not in described]
-    if command is None:
-        return list(COMMAND_MODULES)
     if command in COMMANDS:
         return [COMMANDS[command][0], *extra]
     return extra

@@ -14,22 +14,15 @@ import os
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, TextIO
-
-import httpx
+from typing import TYPE_CHECKING, Any, TextIO
 
 from weave_http.cli.failures import one_line, report
-from weave_sdk import (
-    Client,
-    DefinitionFormatError,
-    JSONDecodeError,
-    ValidationError,
-    WeaveSDKError,
-    Workflow,
-    dumps,
-    loads,
-)
-from weave_sdk.client import _Call
+from weave_http.cli.workflows import dumps
+
+if TYPE_CHECKING:  # the SDK (and httpx) are imported when the command runs
+    import httpx
+
+    from weave_sdk import Client, Workflow
 
 
 class TargetError(Exception):
@@ -38,6 +31,8 @@ class TargetError(Exception):
 
 def load_target(target: str) -> Workflow | dict[str, Any]:
     """Read TARGET: a JSON file path, or ``module:attribute`` (dotted attribute allowed)."""
+    from weave_sdk import JSONDecodeError, Workflow, loads
+
     path = Path(target)
     if target.endswith(".json") or path.is_file():
         try:
@@ -76,6 +71,8 @@ def publish_target(
 ) -> int:
     """Publish TARGET with ``client``, print the outcome (one JSON document with
     ``as_json``); return the exit code."""
+    from weave_sdk import DefinitionFormatError, ValidationError, WeaveSDKError
+
     out = out or sys.stdout
     err = err or sys.stderr
     try:
@@ -127,6 +124,9 @@ def _used(steps: Any) -> Iterator[tuple[str, str, str]]:
 def unseen_handlers(client: Client, document: Any) -> list[tuple[str, str, str]]:
     """(queue, handler, version) of the document's tasks and polls that no worker has
     claimed with on the server (``GET .../handlers``); empty when the server cannot say."""
+    from weave_sdk import WeaveSDKError, loads
+    from weave_sdk.client import _Call
+
     def read(response: httpx.Response) -> set[tuple[str, str, str]] | None:
         if response.status_code != 200:
             return None  # an older server, or a token without read: no warning
@@ -144,6 +144,8 @@ def unseen_handlers(client: Client, document: Any) -> list[tuple[str, str, str]]
 
 
 def _run(args: argparse.Namespace) -> int:
+    from weave_sdk import Client, WeaveSDKError
+
     try:
         client = Client(args.url, args.token, args.namespace)
     except WeaveSDKError as exc:

@@ -4,12 +4,14 @@ operations — and the lines that say why a workflow failed (``weave start --wai
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from weave_http.cli.workflows import _cell, _when, table
-from weave_sdk.outcomes import WorkflowError
-from weave_sdk.views import OperationInfo, PollRoundInfo, SignalInfo, WaitInfo
-from weave_sdk.workflows import WorkflowDescription
+
+if TYPE_CHECKING:
+    from weave_sdk.outcomes import WorkflowError
+    from weave_sdk.views import OperationInfo, PollRoundInfo, SignalInfo, WaitInfo
+    from weave_sdk.workflows import WorkflowDescription
 
 
 def signal_match(signal: SignalInfo) -> str:

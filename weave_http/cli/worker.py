@@ -13,15 +13,22 @@ import argparse
 import importlib
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from weave_http.cli.failures import CliError
-from weave_sdk.logs import LOG_FORMATS, LOG_LEVELS, configure_logging
-from weave_sdk.worker import Worker
+
+if TYPE_CHECKING:  # the SDK is imported when the worker runs, not for --help
+    from weave_sdk.worker import Worker
+
+LOG_FORMATS = ("text", "json")
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+"""``weave_sdk.logs``' formats and levels (a test keeps them equal)."""
 
 
 def load_worker(target: str) -> Worker:
     """Import ``module:attribute`` (dotted attributes allowed) and return the Worker."""
+    from weave_sdk.worker import Worker
+
     module_name, sep, attribute = target.partition(":")
     if not sep or not module_name or not attribute:
         raise CliError("bad_target", f"expected module:attribute, got {target!r}")
@@ -45,6 +52,8 @@ def load_worker(target: str) -> Worker:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from weave_sdk.logs import configure_logging
+
     configure_logging("json" if args.json else args.log_format, args.log_level)
     worker = load_worker(args.target)
     if args.concurrency is not None:

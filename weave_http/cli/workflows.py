@@ -17,27 +17,17 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from enum import Enum
 from pathlib import Path
-from typing import Any, TextIO
-
-import pydantic
+from typing import TYPE_CHECKING, Any, TextIO
 
 from weave_http.cli.failures import one_line, report
-from weave_sdk import (
-    Client,
-    JSONDecodeError,
-    ValidationError,
-    WeaveSDKError,
-    dumps,
-    loads,
-)
-from weave_sdk.workflows import (
-    HistoryEvent,
-    WorkflowDescription,
-    WorkflowError,
-    WorkflowExecution,
-    WorkflowStatus,
-    WorkflowTimeoutError,
-)
+
+if TYPE_CHECKING:  # the SDK is imported when a command runs, not for --help
+    from weave_sdk import Client
+    from weave_sdk.workflows import HistoryEvent, WorkflowDescription, WorkflowExecution
+
+STATUSES: tuple[str, ...] = ("RUNNING", "WAITING", "CANCELLING", "NEEDS_REVIEW", "SUCCEEDED",
+                             "FAILED", "CANCELLED")
+"""``weave_sdk.workflows.WorkflowStatus``'s values (a test keeps them equal)."""
 
 _MAX_CELL = 60
 
@@ -49,8 +39,17 @@ class UsageError(Exception):
 # --- values ------------------------------------------------------------------------------
 
 
+def dumps(value: Any) -> str:
+    """The SDK's exact JSON (imported on first use)."""
+    from weave_sdk import dumps as sdk_dumps
+
+    return sdk_dumps(value)
+
+
 def _plain(value: Any) -> Any:
     """A model dump as exact JSON values: times as RFC 3339 with ``Z``, enums as values."""
+    import pydantic
+
     if isinstance(value, pydantic.BaseModel):
         return _plain(value.model_dump(mode="python"))
     if isinstance(value, datetime):
@@ -76,6 +75,8 @@ def read_input(raw: str) -> Any:
             raise UsageError(f"cannot read {name}: {exc.strerror or exc}") from exc
     else:
         text = raw
+    from weave_sdk import JSONDecodeError, loads
+
     try:
         return loads(text)
     except JSONDecodeError as exc:
@@ -224,6 +225,8 @@ def _start(client: Client, args: argparse.Namespace, out: TextIO, err: TextIO) -
               f"{started.version}, {started.status.value})", file=out, flush=True)
     if not args.wait:
         return 0
+    from weave_sdk.workflows import WorkflowError, WorkflowTimeoutError
+
     try:
         handle.result(timeout=args.timeout)
     except WorkflowError as exc:
@@ -292,7 +295,7 @@ def _list(client: Client, args: argparse.Namespace, out: TextIO, err: TextIO) ->
     return 0
 
 
-Command = Callable[[Client, argparse.Namespace, TextIO, TextIO], int]
+Command = Callable[["Client", argparse.Namespace, TextIO, TextIO], int]
 
 
 def run_command(
@@ -300,6 +303,8 @@ def run_command(
     out: TextIO | None = None, err: TextIO | None = None,
 ) -> int:
     """Run one of the commands with the error convention of ``weave``; return the exit code."""
+    from weave_sdk import Client, ValidationError, WeaveSDKError
+
     out = out or sys.stdout
     err = err or sys.stderr
     own = client is None
@@ -386,7 +391,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="List instances, newest first, one page at a time (filters combine with "
         "AND; pass the printed cursor back with --cursor).",
     )
-    listing.add_argument("--status", choices=[s.value for s in WorkflowStatus], default=None)
+    listing.add_argument("--status", choices=STATUSES, default=None)
     listing.add_argument("--definition", default=None, metavar="DEFINITION_ID")
     listing.add_argument("--version", default=None)
     listing.add_argument("--paused", type=_bool_arg, default=None, metavar="true|false")
