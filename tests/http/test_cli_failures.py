@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -66,9 +67,23 @@ def test_a_server_that_is_down() -> None:
         assert "http://127.0.0.1:1" in line and "Connection refused" in line
 
 
-def test_a_missing_setting_and_a_bad_worker_target() -> None:
+def test_a_missing_setting_and_bad_targets(tmp_path: Path) -> None:
     assert_one_line(run("list", env={"WEAVE_URL": ""}), "bad_configuration")
     assert_one_line(run("worker", "no_such_module_here:worker"), "bad_target")
+    (tmp_path / "broken_app.py").write_text("raise RuntimeError('no config file')\n")
+    (tmp_path / "empty_app.py").write_text(
+        "from weave_sdk import Client\nfrom weave_sdk.worker import Worker\n"
+        "worker = Worker(Client(), queue='q')\n")
+    here = {"PYTHONPATH": str(tmp_path), "WEAVE_URL": "http://127.0.0.1:1",
+            "WEAVE_NAMESPACE": "n"}
+    line = assert_one_line(run("worker", "broken_app:worker", env=here), "bad_target")
+    assert "importing 'broken_app' failed: RuntimeError: no config file" in line
+    line = assert_one_line(run("publish", "broken_app:flow", env=here), "bad_target")
+    assert "RuntimeError: no config file" in line
+    assert "has no handlers" in assert_one_line(run("worker", "empty_app:worker", env=here),
+                                                "bad_target")
+    assert_one_line(run("worker", "empty_app:worker", env={**here, "WEAVE_NAMESPACE": ""}),
+                    "bad_configuration")
 
 
 def test_a_closed_stdout(weave_server: LiveServer) -> None:

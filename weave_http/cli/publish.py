@@ -53,6 +53,9 @@ def load_target(target: str) -> Workflow | dict[str, Any]:
         value: Any = importlib.import_module(module_name)
     except ImportError as exc:
         raise TargetError(f"cannot import {module_name!r}: {exc}") from exc
+    except Exception as exc:  # the module itself failed: say where, not "a bug in weave"
+        raise TargetError(f"importing {module_name!r} failed: "
+                          f"{type(exc).__name__}: {exc}") from exc
     for name in attribute.split("."):
         try:
             value = getattr(value, name)

@@ -34,10 +34,17 @@ def load_worker(target: str) -> Worker:
         raise CliError("bad_target", f"expected module:attribute, got {target!r}")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # like python -m: modules of the working directory
+    from weave_sdk.errors import WeaveSDKError
+
     try:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:
         raise CliError("bad_target", f"cannot import {module_name!r}: {exc}") from exc
+    except WeaveSDKError:
+        raise  # e.g. Client() without WEAVE_URL: error[bad_configuration]
+    except Exception as exc:  # the module itself failed: say where, not "a bug in weave"
+        raise CliError("bad_target", f"importing {module_name!r} failed: "
+                       f"{type(exc).__name__}: {exc}") from exc
     for part in attribute.split("."):
         try:
             obj = getattr(obj, part)
@@ -48,6 +55,8 @@ def load_worker(target: str) -> Worker:
         obj = obj()
     if not isinstance(obj, Worker):
         raise CliError("bad_target", f"{target!r} is not a weave_sdk.worker.Worker")
+    if not obj.handlers:
+        raise CliError("bad_target", f"the worker {target!r} has no handlers")
     return obj
 
 
