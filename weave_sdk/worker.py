@@ -272,7 +272,7 @@ class Worker(AttemptRunner):
             self._cpu.track(self._claim_loop)(claimer)
         finally:
             self._claimer = None
-            self._drain(claimer)
+            self._drain()
             for _ in slots:
                 self._inbox.put(None)
             for thread in slots:
@@ -321,15 +321,20 @@ class Worker(AttemptRunner):
             for task in tasks:
                 self._inbox.put(task)
 
-    def _drain(self, conn: Connection) -> None:
-        """Give in-flight tasks ``shutdown_grace`` to finish, then report the rest."""
+    def _drain(self) -> None:
+        """Give in-flight tasks ``shutdown_grace`` to finish, then report the rest (on a
+        connection of its own: stop() cut the claimer's)."""
         deadline = time.monotonic() + self.shutdown_grace
         with self._idle:
             if self._busy:
                 logger.info("draining %d in-flight task(s)", self._busy)
             while self._busy and time.monotonic() < deadline:
                 self._idle.wait(min(0.5, max(0.0, deadline - time.monotonic())))
-        for running in self._beats.abandon_all():
+        abandoned = self._beats.abandon_all()
+        if not abandoned:
+            return
+        conn = self._connection()
+        for running in abandoned:
             if running.future is not None:
                 running.future.cancel()
             report = self._failure(RetryableError("the worker shut down mid-task",
@@ -340,6 +345,7 @@ class Worker(AttemptRunner):
                 "handler": f"{task.handler}@{task.handler_version}", "task": task.task_id,
                 "attempt": task.attempt_no, "outcome": "abandoned",
                 "error_type": "worker_shutdown", "task_status": status})
+        conn.close()
 
 
 

@@ -19,9 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from tests.dispatch.test_worker_e2e import api, create, wait_settled
 from tests.live_server import LiveServer, weave_command
+from weave_core.schema import weave_task_events
 from weave_sdk import Client
 from weave_sdk._worker_parts import Backoff
 from weave_sdk.logs import JsonFormatter, TextFormatter, configure_logging
@@ -31,6 +33,7 @@ pytestmark = pytest.mark.mysql
 
 WORKER_MODULE = '''
 import httpx, os
+from weave_core.schema import weave_task_events
 from weave_sdk import Client
 from weave_sdk.worker import NonRetryableError, TaskContext, Worker
 
@@ -233,3 +236,44 @@ def test_log_formats_carry_the_same_fields(capsys: pytest.CaptureFixture[str]) -
         root.setLevel(saved[1])
         logging.getLogger("httpx").setLevel(logging.NOTSET)
         logging.getLogger("httpcore").setLevel(logging.NOTSET)
+
+
+def test_a_busy_worker_abandons_what_outlives_its_grace(
+    weave_server: LiveServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Stopped mid-task with a short ``shutdown_grace``: the attempt is reported as a
+    retryable ``worker_shutdown`` failure (so the task goes back to PENDING), and the
+    handler's later result is never reported."""
+    worker = Worker(Client(weave_server.base_url, weave_server.token, weave_server.namespace),
+                    queue="busy", wait_seconds=1, shutdown_grace=0.5)
+    release = threading.Event()
+    began = threading.Event()
+
+    @worker.handler("stuck")
+    def stuck(data: object) -> dict[str, bool]:
+        began.set()
+        release.wait(30)
+        return {"late": True}
+
+    task_id = create(weave_server, "busy", "stuck", {}, max_attempts=3, backoff_seconds=60)
+    try:
+        with caplog.at_level(logging.INFO, logger="weave_sdk.worker"), worker.running():
+            assert began.wait(20)
+            stopping = time.monotonic()
+        took = time.monotonic() - stopping
+    finally:
+        release.set()
+    task = api(weave_server, "GET", f"/tasks/{task_id}")
+    assert (task["status"], task["attempts_used"]) == ("PENDING", 1)  # retried later
+    with weave_server.db.engine.connect() as conn:  # the report, in the task's events
+        events = conn.execute(sa.select(weave_task_events.c.event_type,
+                                        weave_task_events.c.payload)
+                              .where(weave_task_events.c.task_id == task_id)).all()
+    assert any("worker_shutdown" in str(payload) for _, payload in events), events
+    assert 0.5 <= took < 5
+    line = next(r for r in caplog.records if getattr(r, "outcome", None) == "abandoned")
+    assert (line.task, line.task_status, line.levelno) == (  # type: ignore[attr-defined]
+        task_id, "PENDING", logging.WARNING)
+    time.sleep(0.3)  # the handler returns now: nothing more is reported or logged for it
+    assert api(weave_server, "GET", f"/tasks/{task_id}")["revision"] == task["revision"]
+    assert not [r for r in caplog.records if getattr(r, "outcome", None) == "succeeded"]

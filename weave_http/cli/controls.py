@@ -14,15 +14,8 @@ import argparse
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
-from weave_http.cli.workflows import (
-    UsageError,
-    _connection_options,
-    _plain,
-    _summary,
-    dumps,
-    read_input,
-    run_command,
-)
+from weave_http.cli.values import UsageError, _plain, dumps, read_input
+from weave_http.cli.workflows import _connection_options, _summary, run_command
 
 if TYPE_CHECKING:
     from weave_sdk import Client

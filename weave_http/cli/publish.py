@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from weave_http.cli.failures import one_line, report
-from weave_http.cli.workflows import dumps
+from weave_http.cli.values import dumps
 
 if TYPE_CHECKING:  # the SDK (and httpx) are imported when the command runs
     import httpx

@@ -15,8 +15,9 @@ import argparse
 import dataclasses
 from typing import TYPE_CHECKING, Any, TextIO
 
+from weave_http.cli.values import _plain, dumps
 from weave_http.cli.views import render_signals, signal_match
-from weave_http.cli.workflows import _connection_options, _plain, dumps, run_command
+from weave_http.cli.workflows import _connection_options, run_command
 
 if TYPE_CHECKING:
     from weave_sdk import Client

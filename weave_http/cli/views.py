@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
-from weave_http.cli.workflows import _cell, _when, table
+from weave_http.cli.values import _cell, _when, table
 
 if TYPE_CHECKING:
     from weave_sdk.outcomes import WorkflowError
