@@ -107,7 +107,7 @@ class AttemptRunner:
         except (asyncio.CancelledError, concurrent.futures.CancelledError):
             if running.lost or running.abandoned or not ctx.cancel_requested:
                 if running.lost:  # (the drain logs the attempts it abandons)
-                    self._log_attempt(task, "lost", started, None)
+                    self._log_attempt(task, "lost", time.perf_counter() - started, None)
                 return None  # lost, or reported as abandoned by the drain
             report = {"outcome": "cancelled"}
         except HandlerError as exc:
@@ -120,26 +120,30 @@ class AttemptRunner:
                 details={"traceback": bounded_traceback(exc, skip_file=__file__)}))
         finally:
             self._beats.remove(running)
+        took = time.perf_counter() - started
         if running.lost or running.abandoned:
             # The server moved on, or the drain reported it: a report would be refused.
             if running.lost:
-                self._log_attempt(task, "lost", started, report)
+                self._log_attempt(task, "lost", took, report)
             return None
         status, following = self._report(conn, task, report,
                                          claim_next=not self._stop.is_set())
-        self._log_attempt(task, _outcome(report, status), started, report, status)
+        self._log_attempt(task, _outcome(report, status), took, report, status)
         return following
 
-    def _log_attempt(self, task: Claimed, outcome: str, started: float,
+    def _log_attempt(self, task: Claimed, outcome: str, took: float,
                      report: dict[str, Any] | None, status: str | None = None) -> None:
-        """The one line per attempt: INFO when it succeeded, WARNING otherwise."""
+        """The one line per attempt (``took``: the handler's seconds): INFO when it
+        succeeded, WARNING otherwise."""
+        level = logging.INFO if outcome == "succeeded" else logging.WARNING
+        if not logger.isEnabledFor(level):
+            return  # the hot path pays nothing for a line nobody reads
         error = (report or {}).get("error") or {}
         fields = {"handler": f"{task.handler}@{task.handler_version}", "task": task.task_id,
                   "attempt": task.attempt_no, "outcome": outcome,
-                  "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+                  "duration_ms": round(took * 1000, 1),
                   "error_type": error.get("type"), "error_message": error.get("message"),
                   "task_status": status}
-        level = logging.INFO if outcome == "succeeded" else logging.WARNING
         logger.log(level, "attempt %s", outcome, extra=fields)
 
     @staticmethod

@@ -130,6 +130,10 @@ def _start(client: Client, args: argparse.Namespace, out: TextIO, err: TextIO) -
 
     try:
         handle.result(timeout=args.timeout)
+    except KeyboardInterrupt:
+        print(f"error[interrupted]: stopped waiting; {started.workflow_id} goes on "
+              f"(weave show {started.workflow_id})", file=err)
+        return 130
     except WorkflowError as exc:
         if args.json:
             print(dumps({"created": handle.created, "workflow": _plain(exc.workflow)}), file=out)
