@@ -37,11 +37,15 @@ from pymysql.constants import CLIENT
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from weave_core import deferred
-from weave_core.errors import TransactionRetriesExhaustedError
+from weave_core.errors import (
+    DatabaseURLError,
+    TransactionRetriesExhaustedError,
+    UnsupportedDatabaseError,
+)
 from weave_core.schema import weave_clock as _clock
 
 T = TypeVar("T")
@@ -237,16 +241,23 @@ class Database:
         ``sqlite_busy_timeout_ms``: how long a SQLite writer waits for the write lock
         before "database is locked" (which ``transaction`` then retries).
         """
-        parsed = make_url(url)
+        try:
+            parsed = make_url(url)
+        except ArgumentError:
+            raise DatabaseURLError(  # not echoed: a malformed URL may still hold a password
+                "the database URL cannot be read: use "
+                "mysql+pymysql://USER:PASSWORD@HOST:PORT/DB or sqlite:///PATH") from None
         backend = parsed.get_backend_name()
         if backend in ("mysql", "mariadb"):
             if parsed.drivername.partition("+")[2] not in ("pymysql", ""):
-                raise ValueError(f"unsupported MySQL driver in {url!r}: use mysql+pymysql://")
+                raise UnsupportedDatabaseError(
+                    f"unsupported MySQL driver in "
+                    f"{parsed.render_as_string(hide_password=True)!r}: use mysql+pymysql://")
             parsed = parsed.set(drivername=f"{backend}+pymysql")
             return cls(url, _mysql_engine(parsed, pool_size), "mysql")
         if backend == "sqlite":
             return cls(url, _sqlite_engine(parsed, pool_size, sqlite_busy_timeout_ms), "sqlite")
-        raise ValueError(
+        raise UnsupportedDatabaseError(
             f"unsupported database URL {parsed.render_as_string(hide_password=True)!r}: "
             "use mysql+pymysql://USER:PASSWORD@HOST:PORT/DB or sqlite:///PATH"
         )

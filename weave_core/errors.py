@@ -150,6 +150,18 @@ class DatabaseNotMigratedError(StorageError):
     code = "database_not_migrated"
 
 
+class DatabaseURLError(WeaveError, ValueError):
+    """A database URL that cannot be read (``malformed_database_url``)."""
+
+    code = "malformed_database_url"
+
+
+class UnsupportedDatabaseError(DatabaseURLError):
+    """A database URL of a backend or driver Weave does not run on."""
+
+    code = "unsupported_database_url"
+
+
 class TransactionRetriesExhaustedError(StorageError):
     """A transaction kept hitting deadlocks or lock wait timeouts past its retry budget."""
 
@@ -162,6 +174,7 @@ __all__ = [
     "BadRequestError",
     "ConflictError",
     "DatabaseNotMigratedError",
+    "DatabaseURLError",
     "DefinitionConflictError",
     "InvalidJsonError",
     "JsonTooDeepError",
@@ -173,6 +186,7 @@ __all__ = [
     "Problem",
     "StorageError",
     "TransactionRetriesExhaustedError",
+    "UnsupportedDatabaseError",
     "UnsupportedMediaTypeError",
     "ValidationError",
     "WeaveError",

@@ -21,7 +21,7 @@ import pydantic
 
 from weave_sdk._json import JSONDecodeError, dumps, loads
 from weave_sdk._wire import Connection, WireError, error_of
-from weave_sdk._worker_parts import Beats, Claimed, Running
+from weave_sdk._worker_parts import Backoff, Beats, Claimed, Running, bounded_traceback
 from weave_sdk.client import _Settings
 from weave_sdk.errors import ConflictError, NotFoundError, WeaveAPIError, WeaveSDKError
 from weave_sdk.handlers import (
@@ -100,26 +100,51 @@ class AttemptRunner:
             ctx._cancel.set()
         running = Running(task, ctx, h is not None and h.is_async)
         self._beats.add(running)
+        started = time.perf_counter()
         try:
             output = self._call(h, task, ctx, running)
             report: dict[str, Any] = {"outcome": "succeeded", "output": output}
         except (asyncio.CancelledError, concurrent.futures.CancelledError):
             if running.lost or running.abandoned or not ctx.cancel_requested:
+                if running.lost:  # (the drain logs the attempts it abandons)
+                    self._log_attempt(task, "lost", time.perf_counter() - started, None)
                 return None  # lost, or reported as abandoned by the drain
             report = {"outcome": "cancelled"}
         except HandlerError as exc:
-            logger.warning("handler %s failed on task %s: %s: %s", task.handler, task.task_id,
-                           exc.type, exc.message)
             report = self._failure(exc)
         except Exception as exc:  # any other exception: a retryable failure of this attempt
-            logger.exception("handler %s raised on task %s", task.handler, task.task_id)
-            report = self._failure(RetryableError(str(exc) or repr(exc),
-                                                  type=type(exc).__name__))
+            logger.debug("handler %s@%s raised on task %s", task.handler, task.handler_version,
+                         task.task_id, exc_info=exc)
+            report = self._failure(RetryableError(
+                str(exc) or repr(exc), type=type(exc).__name__,
+                details={"traceback": bounded_traceback(exc, skip_file=__file__)}))
         finally:
             self._beats.remove(running)
+        took = time.perf_counter() - started
         if running.lost or running.abandoned:
-            return None  # the server moved on, or the drain reported it: a report is refused
-        return self._report(conn, task, report, claim_next=not self._stop.is_set())
+            # The server moved on, or the drain reported it: a report would be refused.
+            if running.lost:
+                self._log_attempt(task, "lost", took, report)
+            return None
+        status, following = self._report(conn, task, report,
+                                         claim_next=not self._stop.is_set())
+        self._log_attempt(task, _outcome(report, status), took, report, status)
+        return following
+
+    def _log_attempt(self, task: Claimed, outcome: str, took: float,
+                     report: dict[str, Any] | None, status: str | None = None) -> None:
+        """The one line per attempt (``took``: the handler's seconds): INFO when it
+        succeeded, WARNING otherwise."""
+        level = logging.INFO if outcome == "succeeded" else logging.WARNING
+        if not logger.isEnabledFor(level):
+            return  # the hot path pays nothing for a line nobody reads
+        error = (report or {}).get("error") or {}
+        fields = {"handler": f"{task.handler}@{task.handler_version}", "task": task.task_id,
+                  "attempt": task.attempt_no, "outcome": outcome,
+                  "duration_ms": round(took * 1000, 1),
+                  "error_type": error.get("type"), "error_message": error.get("message"),
+                  "task_status": status}
+        logger.log(level, "attempt %s", outcome, extra=fields)
 
     @staticmethod
     def _failure(exc: HandlerError) -> dict[str, Any]:
@@ -191,21 +216,24 @@ class AttemptRunner:
                 running.future.cancel()  # an async handler is cancelled; a sync one reads ctx
 
     def _report(self, conn: Connection, task: Claimed, report: dict[str, Any], *,
-                claim_next: bool) -> Claimed | None:
+                claim_next: bool) -> tuple[str | None, Claimed | None]:
+        """Send the report (resent on network errors); the task's status the server
+        answered (``None`` when refused or given up) and the next task it handed out."""
         head = json.dumps(task.attempt_id)
         body = (f'{{"attempt_id":{head},' + dumps(report)[1:-1]).encode()
         body += b',"claim_next":' + self._claim_next + b"}" if claim_next else b"}"
         path = self._path(f"/tasks/{quote(task.task_id, safe='')}/complete")
-        for attempt in range(_REPORT_ATTEMPTS):
+        backoff = Backoff(base=0.2, cap=5.0)
+        for _ in range(_REPORT_ATTEMPTS):
             try:
                 data = self._post(conn, path, body, _TIMEOUT_S)
             except (ConflictError, NotFoundError) as exc:
                 logger.warning("report of task %s refused: %s", task.task_id, exc.code)
-                return None
+                return None, None
             except WeaveAPIError as exc:
                 if exc.status < 500 and exc.status != 429:
                     logger.error("report of task %s refused: %s", task.task_id, exc)
-                    return None
+                    return None, None
                 logger.warning("report of task %s failed (%s); retrying", task.task_id, exc)
             except (WireError, WeaveSDKError, OSError) as exc:
                 # The same report again is a replay on the server: safe to resend.
@@ -214,10 +242,21 @@ class AttemptRunner:
                 with self._count_lock:
                     self.completed += 1
                 following = data.get("next_tasks")
-                return Claimed.from_json(following[0]) if following else None
-            time.sleep(min(5.0, 0.2 * 2**attempt))
+                status = (data.get("task") or {}).get("status")
+                return status, Claimed.from_json(following[0]) if following else None
+            time.sleep(backoff.next_delay())
         logger.error("giving up reporting task %s; its lease will expire", task.task_id)
-        return None
+        return None, None
+
+
+def _outcome(report: dict[str, Any], status: str | None) -> str:
+    """What became of the attempt: its report's outcome, ``retrying`` for a failure the
+    server will retry (the task went back to PENDING), ``refused`` for a report not taken."""
+    if status is None:
+        return "refused"
+    if report["outcome"] == "failed" and status == "PENDING":
+        return "retrying"
+    return str(report["outcome"])
 
 
 __all__ = ["AttemptRunner"]

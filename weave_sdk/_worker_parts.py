@@ -1,12 +1,15 @@
-"""The worker's moving parts: a claimed task, a running attempt, the heartbeat thread and
-the CPU meter of the worker's threads (``worker.stats``)."""
+"""The worker's moving parts: a claimed task, a running attempt, the heartbeat thread, the
+CPU meter of the worker's threads (``worker.stats``), the back-off while the server is
+unreachable and the bounded traceback a failed attempt sends."""
 
 from __future__ import annotations
 
 import concurrent.futures
 import logging
+import random
 import threading
 import time
+import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -17,6 +20,46 @@ logger = logging.getLogger("weave_sdk.worker")
 
 _IDLE_WAKE_S: Final = 0.2
 """The heartbeat thread looks at least this often: no wake-up is needed per task."""
+
+TRACEBACK_FRAMES: Final = 30
+"""At most this many innermost frames of a handler's exception are sent."""
+TRACEBACK_CHARS: Final = 8192
+"""...and at most this many characters (the end, where the exception was raised, is kept)."""
+
+
+def bounded_traceback(exc: BaseException, skip_file: str | None = None) -> str:
+    """The traceback of ``exc`` (chained causes included), its innermost frames only and
+    cut to ``TRACEBACK_CHARS`` from the end; frames of ``skip_file`` (the worker's own
+    call of the handler) at the top are left out."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None and tb.tb_frame.f_code.co_filename == skip_file:
+        tb = tb.tb_next
+    lines = traceback.format_exception(type(exc), exc, tb, limit=-TRACEBACK_FRAMES)
+    text = "".join(lines).rstrip("\n")
+    if len(text) > TRACEBACK_CHARS:
+        text = "…" + text[-(TRACEBACK_CHARS - 1):]
+    return text
+
+
+class Backoff:
+    """Exponential back-off with jitter: ``base`` doubling up to ``cap`` seconds, each delay
+    drawn from its upper half so that many workers do not retry in step."""
+
+    def __init__(self, base: float = 0.5, cap: float = 30.0) -> None:
+        self.base = base
+        self.cap = cap
+        self.failures = 0
+
+    def next_delay(self) -> float:
+        """The delay before the next try; counts one more failure."""
+        ceiling = min(self.cap, self.base * 2 ** min(self.failures, 32))
+        self.failures += 1
+        return random.uniform(ceiling / 2, ceiling)
+
+    def reset(self) -> int:
+        """Back to the first delay; the number of failures there were."""
+        failures, self.failures = self.failures, 0
+        return failures
 
 
 @dataclass
@@ -156,4 +199,4 @@ class CpuMeter:
         return total
 
 
-__all__ = ["Beats", "Claimed", "CpuMeter", "Running"]
+__all__ = ["Backoff", "Beats", "Claimed", "CpuMeter", "Running", "bounded_traceback"]

@@ -43,7 +43,7 @@ from urllib.parse import quote
 from weave_sdk._json import dumps
 from weave_sdk._wire import Connection
 from weave_sdk._worker_attempts import AttemptRunner
-from weave_sdk._worker_parts import Beats, Claimed, CpuMeter
+from weave_sdk._worker_parts import Backoff, Beats, Claimed, CpuMeter
 from weave_sdk.client import AsyncClient, Client, _Settings
 from weave_sdk.errors import WeaveSDKError
 from weave_sdk.handlers import (
@@ -94,7 +94,8 @@ class Worker(AttemptRunner):
     :param shutdown_grace: seconds in-flight tasks get to finish after a stop signal;
         tasks still running then are reported as retryable ``worker_shutdown`` failures.
     :param poll_grace: seconds a claim long poll in flight at :meth:`stop` may still
-        answer (tasks it hands out are run) before it is cut (default 1).
+        answer (tasks it hands out are run) before it is cut (default 0: at once, so an
+        idle worker stops within a second; the server drops a poll whose client left).
     """
 
     def __init__(
@@ -107,7 +108,7 @@ class Worker(AttemptRunner):
         worker_id: str | None = None,
         wait_seconds: int = DEFAULT_WAIT_SECONDS,
         shutdown_grace: float = 30.0,
-        poll_grace: float = 1.0,
+        poll_grace: float = 0.0,
     ) -> None:
         settings = _Settings(None, None, None) if client is None else client._settings
         settings.ns_path("")  # a namespace is required
@@ -232,7 +233,11 @@ class Worker(AttemptRunner):
         """Ask the worker to stop claiming and drain (thread-safe, signal-safe)."""
         self._stop.set()
         claimer = self._claimer
-        if claimer is not None:  # a long poll in flight: let it answer briefly, then cut it
+        if claimer is None:
+            return
+        if self.poll_grace <= 0:  # cut the long poll in flight: an idle worker stops at once
+            claimer.abort()
+        else:  # let it answer briefly, then cut it
             timer = threading.Timer(self.poll_grace, claimer.abort)
             timer.daemon = True
             timer.start()
@@ -259,11 +264,15 @@ class Worker(AttemptRunner):
         for thread in (*slots, beats):
             thread.start()
         claimer = self._claimer = self._connection()
+        logger.info("worker started", extra={
+            "server": self._settings.base_url, "namespace": self._settings.namespace,
+            "queue": self.queue, "handlers": ", ".join(f"{n}@{v}" for n, v in self._handlers),
+            "concurrency": self.concurrency, "worker_id": self.worker_id})
         try:
             self._cpu.track(self._claim_loop)(claimer)
         finally:
             self._claimer = None
-            self._drain(claimer)
+            self._drain()
             for _ in slots:
                 self._inbox.put(None)
             for thread in slots:
@@ -278,9 +287,12 @@ class Worker(AttemptRunner):
                     own_loop.close()
             self._loop = None
             self._stop.clear()
+            logger.info("worker stopped", extra={"worker_id": self.worker_id,
+                                                 "tasks_completed": self.completed})
 
     def _claim_loop(self, conn: Connection) -> None:
         path = self._path(f"/queues/{quote(self.queue, safe='')}/claim")
+        backoff = Backoff()
         while not self._stop.is_set():
             with self._idle:
                 while self._busy >= self.concurrency and not self._stop.is_set():
@@ -294,29 +306,46 @@ class Worker(AttemptRunner):
                 data = self._post(conn, path, body, self.wait_seconds + _TIMEOUT_S)
             except (WeaveSDKError, OSError) as exc:
                 if not self._stop.is_set():
-                    logger.warning("claim failed: %s; retrying in 1 s", exc)
-                    self._stop.wait(1.0)
+                    delay = backoff.next_delay()
+                    logger.warning("claim failed; retrying", extra={
+                        "error": str(exc), "failures": backoff.failures,
+                        "retry_in_s": round(delay, 2)})
+                    self._stop.wait(delay)
                 continue
+            failures = backoff.reset()
+            if failures:
+                logger.info("claims work again", extra={"failures": failures})
             tasks = [Claimed.from_json(t) for t in data["tasks"]]
             with self._idle:
                 self._busy += len(tasks)
             for task in tasks:
                 self._inbox.put(task)
 
-    def _drain(self, conn: Connection) -> None:
-        """Give in-flight tasks ``shutdown_grace`` to finish, then report the rest."""
+    def _drain(self) -> None:
+        """Give in-flight tasks ``shutdown_grace`` to finish, then report the rest (on a
+        connection of its own: stop() cut the claimer's)."""
         deadline = time.monotonic() + self.shutdown_grace
         with self._idle:
             if self._busy:
                 logger.info("draining %d in-flight task(s)", self._busy)
             while self._busy and time.monotonic() < deadline:
                 self._idle.wait(min(0.5, max(0.0, deadline - time.monotonic())))
-        for running in self._beats.abandon_all():
+        abandoned = self._beats.abandon_all()
+        if not abandoned:
+            return
+        conn = self._connection()
+        for running in abandoned:
             if running.future is not None:
                 running.future.cancel()
             report = self._failure(RetryableError("the worker shut down mid-task",
                                                   type="worker_shutdown"))
-            self._report(conn, running.task, report, claim_next=False)
+            task = running.task
+            status, _ = self._report(conn, task, report, claim_next=False)
+            logger.warning("attempt abandoned at shutdown", extra={
+                "handler": f"{task.handler}@{task.handler_version}", "task": task.task_id,
+                "attempt": task.attempt_no, "outcome": "abandoned",
+                "error_type": "worker_shutdown", "task_status": status})
+        conn.close()
 
 
 

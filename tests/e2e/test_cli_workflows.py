@@ -43,9 +43,11 @@ def test_start_wait_show_and_list(published: E2E, capsys: pytest.CaptureFixture[
                                '{"amount": 1000.10}', "--idempotency-key", "cli-1", "--wait",
                                "--timeout", "60")
     assert code == 0, err
-    assert out.startswith("SUCCEEDED: wf_")
-    assert "output: {\"amount\":1000.1}" in out
-    wid = out.split()[1]
+    first, second, third = out.splitlines()  # the id first, then the outcome
+    assert first.startswith("started: wf_") and first.endswith(" (cli-wf version 1, RUNNING)")
+    wid = first.split()[1]
+    assert second == f"SUCCEEDED: {wid} (cli-wf version 1)"
+    assert third == "output: {\"amount\":1000.1}"
 
     # the same key and input: the original instance (exit 0, "existing")
     code, out, _ = weave(e2e, capsys, "start", "cli-wf", "--input", '{"amount": 1000.1}',

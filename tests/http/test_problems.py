@@ -34,6 +34,9 @@ EXPECTED_STATUS = [
     (errors.StorageError("x"), 503),
     (errors.TransactionRetriesExhaustedError("x"), 503),
     (errors.PluginError("x"), 500),
+    # A bad --database-url stops a process at start-up; no request ever sees one.
+    (errors.DatabaseURLError("x"), 500),
+    (errors.UnsupportedDatabaseError("x"), 500),
     (errors.WeaveError("x"), 500),
 ]
 

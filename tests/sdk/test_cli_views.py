@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import time
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
 from tests.live_server import LiveServer
 from tests.sdk.test_describe_live import _failing, refuse_card
 from weave_http.cli import main
-from weave_sdk import Client, FailurePolicy, Handler, Workflow, ref
+from weave_sdk import Client, FailurePolicy, Handler, RetryPolicy, Workflow, handler, loads, ref
 from weave_sdk.worker import Worker
+from weave_sdk.workflows import WorkflowFailedError
 
 
 def weave(server: LiveServer, capsys: pytest.CaptureFixture[str],
@@ -30,12 +32,47 @@ def test_start_wait_prints_the_failing_step(weave_server: LiveServer,
     with Client(base, token, ns) as client:
         client.publish(_failing("cli-fails", FailurePolicy.FAIL_AFTER_SETTLED))
         with Worker(client, queue="pay", handlers=[refuse_card], wait_seconds=1).running():
-            code, _, err = weave(weave_server, capsys, "start", "cli-fails", "--input",
-                                 '{"id": "o-1"}', "--wait", "--timeout", "30")
+            code, out, err = weave(weave_server, capsys, "start", "cli-fails", "--input",
+                                   '{"id": "o-1"}', "--wait", "--timeout", "30")
     assert code == 1
+    assert out.startswith("started: wf_") and out.count("\n") == 1  # the id came first
     assert err.startswith("error[workflow_failed]: ")
     assert "  step: charge\n" in err and "  handler: refuse_card@1\n" in err
     assert "  attempts: 1/2\n" in err and "  error: card_declined: card of o-1 declined" in err
+
+
+@handler("crash")
+def crash(data: dict[str, Any]) -> None:
+    ratio = data["n"] / 0  # a bug: ZeroDivisionError
+    raise AssertionError(ratio)
+
+
+def test_show_prints_the_handlers_traceback(weave_server: LiveServer,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A handler's unexpected exception travels to the server as the error's details
+    (type, message and a bounded traceback) and ``weave show`` prints it."""
+    base, token, ns = weave_server
+    wf = Workflow("cli-crash", version="1", queue="crashes", input_schema={"type": "object"},
+                  failure_policy=FailurePolicy.FAIL_AFTER_SETTLED)
+    wf.task("divide", handler=crash, input={"n": ref.input("n")},
+            retry=RetryPolicy(max_attempts=1))
+    with Client(base, token, ns) as client:
+        client.publish(wf)
+        with Worker(client, queue="crashes", handlers=[crash], wait_seconds=1).running():
+            handle = client.start("cli-crash", {"n": 7})
+            with pytest.raises(WorkflowFailedError):
+                handle.result(timeout=30)
+    code, out, _ = weave(weave_server, capsys, "show", handle.workflow_id)
+    assert code == 0
+    section = out[out.index("\ntask errors\n"):]
+    assert "(step divide, crash@1, attempts 1/1, FAILED): ZeroDivisionError: division by " \
+        "zero" in section
+    assert "    Traceback (most recent call last):" in section
+    assert 'ratio = data["n"] / 0' in section and "_worker_attempts.py" not in section
+    code, out, _ = weave(weave_server, capsys, "show", handle.workflow_id, "--json")
+    error = loads(out)["workflow"]["tasks"][0]["error"]
+    assert error["type"] == "ZeroDivisionError" and error["retryable"] is True
+    assert error["details"]["traceback"].endswith("ZeroDivisionError: division by zero")
 
 
 def test_show_signals_and_the_match_of_a_signal(weave_server: LiveServer,

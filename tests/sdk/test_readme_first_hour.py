@@ -46,6 +46,10 @@ def test_the_first_hour_finishes(tmp_path: Path) -> None:
             server.stop()
     output = log.read_text()
     assert code == 0, output
+    assert re.search(r"^started: wf_\w+ \(orders version 1, RUNNING\)$", output,
+                     re.MULTILINE), output
     assert re.search(r"^SUCCEEDED: wf_\w+ \(orders version 1\)$", output, re.MULTILINE), output
+    assert " INFO weave_sdk.worker: worker started " in output  # the background worker's lines
+    assert " attempt succeeded handler=reserve_stock@1 task=tsk_" in output
     assert 'output: {"status":"DELIVERED"}' in output
     assert "\npoll rounds\n" in output and "\nwaits\n" in output

@@ -71,7 +71,13 @@ def test_running_context_reports_and_logs_a_raising_handler(
     failed = tasks[boom_id]
     assert failed["status"] == "FAILED"
     assert failed["error"]["type"] == "KeyError" and "sku-7" in failed["error"]["message"]
-    assert any("boom" in r.getMessage() and r.exc_info for r in caplog.records)
+    trace = failed["error"]["details"]["traceback"]  # bounded, the worker's frames left out
+    assert trace.startswith("Traceback") and 'raise KeyError("sku-7")' in trace
+    assert "_worker_attempts.py" not in trace
+    line = next(r for r in caplog.records if getattr(r, "handler", None) == "boom@1")
+    assert line.levelno == logging.WARNING and line.getMessage() == "attempt failed"
+    assert (line.task, line.attempt, line.outcome, line.error_type) == (  # type: ignore[attr-defined]
+        boom_id, 1, "failed", "KeyError")
     assert tasks[echo_id]["result"] == {"echo": "x", "handler": "wait_async"}
 
 

@@ -8,6 +8,7 @@ import platform
 import secrets
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -95,7 +96,12 @@ def _drop_database(server_url: str, url: str) -> None:
         conn.close()
 
 
-def run(names: list[str] | None, *, repeat: int, size: Size, server_url: str) -> Report:
+Progress = Callable[[int, str, list[Metric], float], None]
+"""Told after each scenario of each repetition: (repetition, scenario, metrics, seconds)."""
+
+
+def run(names: list[str] | None, *, repeat: int, size: Size, server_url: str,
+        progress: Progress | None = None) -> Report:
     registry, failed = load_scenarios()
     chosen = list(registry) if not names else names
     unknown = [n for n in chosen if n not in registry]
@@ -109,15 +115,23 @@ def run(names: list[str] | None, *, repeat: int, size: Size, server_url: str) ->
         upgrade(database_url)
         samples: dict[tuple[str, str], list[Metric]] = defaultdict(list)
         calibration: dict[str, list[float]] = defaultdict(list)
-        for _ in range(repeat):
+        for round_no in range(1, repeat + 1):
             ctx = BenchContext(server_url, database_url, size)
-            for metric in measure(ctx):
+            began = time.monotonic()
+            measured = list(measure(ctx))
+            for metric in measured:
                 samples[(CALIBRATION, metric.name)].append(metric)
                 calibration[metric.name].append(metric.value)
                 ctx.calibration[metric.name] = metric.value
+            if progress is not None:
+                progress(round_no, CALIBRATION, measured, time.monotonic() - began)
             for name in chosen:
-                for metric in registry[name].run(ctx):
+                began = time.monotonic()
+                metrics = list(registry[name].run(ctx))
+                for metric in metrics:
                     samples[(name, metric.name)].append(metric)
+                if progress is not None:
+                    progress(round_no, name, metrics, time.monotonic() - began)
         for (scenario_name, _), metrics in samples.items():
             report.summaries.append(summarise(scenario_name, metrics, calibration))
     finally:

@@ -2,17 +2,22 @@
 
 Each talks to the database directly (``--database-url``, default ``WEAVE_DATABASE_URL``,
 else ``sqlite:///weave.db``). ``weave token create`` prints the token alone on the last
-line of stdout, so scripts can take it with ``| tail -n 1``.
+line of stdout, so scripts can take it with ``| tail -n 1``; ``--json`` prints one
+document instead.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
+
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 from weave_core.db import Database, default_database_url
 from weave_core.identity import Permission, create_namespace, create_token, revoke_token
 from weave_core.migrate import current_revision, head_revision, prepare_database, upgrade
+from weave_http.cli.failures import CliError, database_message
 
 
 def _add_database_url(parser: argparse.ArgumentParser) -> None:
@@ -24,6 +29,16 @@ def _add_database_url(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true",
+                        help="print the outcome as one JSON document")
+
+
+def print_outcome(args: argparse.Namespace, text: str, document: dict[str, Any]) -> None:
+    """``text`` for people, or ``document`` as JSON with ``--json``."""
+    print(json.dumps(document) if getattr(args, "json", False) else text)
+
+
 def _url(args: argparse.Namespace) -> str:
     url: str | None = args.database_url
     return url or default_database_url()
@@ -33,6 +48,11 @@ def _open(args: argparse.Namespace) -> Database:
     db = Database.from_url(_url(args), pool_size=1)
     try:
         prepare_database(db)
+    except (OperationalError, InterfaceError) as exc:
+        db.dispose()
+        raise CliError("database_unreachable", f"cannot use the database "
+                       f"{db.engine.url.render_as_string(hide_password=True)}: "
+                       f"{database_message(exc)}") from None
     except BaseException:
         db.dispose()
         raise
@@ -57,7 +77,8 @@ def _namespace_create(args: argparse.Namespace) -> int:
         create_namespace(db, args.namespace)
     finally:
         db.dispose()
-    print(f"namespace {args.namespace} created")
+    print_outcome(args, f"namespace {args.namespace} created",
+                  {"namespace": args.namespace, "created": True})
     return 0
 
 
@@ -67,10 +88,13 @@ def _token_create(args: argparse.Namespace) -> int:
         token = create_token(db, args.namespace, args.permission, args.description)
     finally:
         db.dispose()
-    print(
-        f"token for namespace {args.namespace} "
-        f"({', '.join(sorted(set(args.permission)))}); it is shown only once:"
-    )
+    permissions = sorted(set(args.permission))
+    if args.json:
+        print(json.dumps({"namespace": args.namespace, "permissions": permissions,
+                          "token_id": token.split("_")[1], "token": token}))
+        return 0
+    print(f"token for namespace {args.namespace} ({', '.join(permissions)}); "
+          "it is shown only once:")
     print(token)
     return 0
 
@@ -81,7 +105,8 @@ def _token_revoke(args: argparse.Namespace) -> int:
         revoke_token(db, args.token_id)
     finally:
         db.dispose()
-    print(f"token {args.token_id} revoked")
+    print_outcome(args, f"token {args.token_id} revoked",
+                  {"token_id": args.token_id, "revoked": True})
     return 0
 
 
@@ -99,6 +124,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     ns_create = ns_commands.add_parser("create", help="create a namespace")
     ns_create.add_argument("namespace", metavar="NS")
     _add_database_url(ns_create)
+    add_json(ns_create)
     ns_create.set_defaults(func=_namespace_create)
 
     token = subparsers.add_parser("token", help="manage API tokens")
@@ -118,9 +144,11 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     )
     t_create.add_argument("--description", default=None, metavar="D")
     _add_database_url(t_create)
+    add_json(t_create)
     t_create.set_defaults(func=_token_create)
 
     t_revoke = token_commands.add_parser("revoke", help="revoke a token by its id")
     t_revoke.add_argument("token_id", metavar="TOKEN_ID")
     _add_database_url(t_revoke)
+    add_json(t_revoke)
     t_revoke.set_defaults(func=_token_revoke)

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from weave_http.bench import load_scenarios
+from weave_http.cli.failures import CliError
+
+if TYPE_CHECKING:
+    from weave_http.bench import Metric
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -33,25 +38,46 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         help="server URL; a throw-away database is created and dropped (WEAVE_BENCH_MYSQL_URL)",
     )
     parser.add_argument("--output", type=Path, help="JSON report path (default: bench-results/)")
+    parser.add_argument("--json", action="store_true",
+                        help="print the report as JSON on stdout (progress goes to stderr)")
     parser.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
+    from weave_http.bench import load_scenarios
     from weave_http.bench.runner import default_output, format_table, run, write_json
 
     if args.list:
         registry, failed = load_scenarios()
+        if args.json:
+            print(json.dumps({"scenarios": {n: registry[n].description for n in sorted(registry)},
+                              "unavailable": failed}))
+            return 0
         for name in sorted(registry):
             print(f"{name:24} {registry[name].description}")
         for name, why in failed.items():
             print(f"{name:24} (unavailable: {why})")
         return 0
     if args.repeat < 1:
-        print("error[bad_request]: --repeat must be at least 1")
-        return 2
+        raise CliError("bad_argument", "--repeat must be at least 1")
+    registry, _ = load_scenarios()
+    unknown = [n for n in args.scenarios if n not in registry]
+    if unknown:
+        raise CliError("unknown_scenario", f"unknown scenario(s) {', '.join(unknown)}; "
+                       f"known: {', '.join(sorted(registry))}")
+    progress_out = sys.stderr if args.json else sys.stdout
+
+    def progress(round_no: int, name: str, metrics: list[Metric], seconds: float) -> None:
+        figures = ", ".join(f"{m.name} {m.value:,.1f} {m.unit}" for m in metrics)
+        print(f"[{round_no}/{args.repeat}] {name} done in {seconds:.1f} s: {figures or '-'}",
+              file=progress_out, flush=True)
+
     report = run(args.scenarios or None, repeat=args.repeat, size=args.size,
-                 server_url=args.mysql_url)
-    print(format_table(report))
+                 server_url=args.mysql_url, progress=progress)
     path = write_json(report, args.output or default_output())
+    if args.json:
+        print(json.dumps(report.to_json(), default=str))
+        return 0
+    print(format_table(report))
     print(f"report written to {path}")
     return 0

@@ -12,21 +12,18 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from weave_http.cli.workflows import (
-    UsageError,
-    _connection_options,
-    _plain,
-    _summary,
-    read_input,
-    run_command,
-)
-from weave_sdk import Client, dumps
-from weave_sdk import controls as sdk
+from weave_http.cli.values import UsageError, _plain, dumps, read_input
+from weave_http.cli.workflows import _connection_options, _summary, run_command
+
+if TYPE_CHECKING:
+    from weave_sdk import Client
 
 
 def _print(value: Any, args: argparse.Namespace, out: TextIO) -> None:
+    from weave_sdk import controls as sdk
+
     if args.json:
         print(dumps(_plain(value)), file=out)
     elif isinstance(value, sdk.ReviewResult):
@@ -37,9 +34,12 @@ def _print(value: Any, args: argparse.Namespace, out: TextIO) -> None:
         _summary(value, out)
 
 
-def _control(action: Callable[..., Any]) -> Callable[[Client, argparse.Namespace, TextIO,
-                                                     TextIO], int]:
+def _control(name: str) -> Callable[[Client, argparse.Namespace, TextIO, TextIO], int]:
+    """The command running ``weave_sdk.controls.<name>`` (imported when it runs)."""
     def command(client: Client, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+        from weave_sdk import controls as sdk
+
+        action: Callable[..., Any] = getattr(sdk, name)
         result = action(client, args.workflow_id, reason=args.reason,
                         expected_control_version=args.expected_version,
                         operation_id=args.operation_id)
@@ -50,6 +50,8 @@ def _control(action: Callable[..., Any]) -> Callable[[Client, argparse.Namespace
 
 
 def _review(client: Client, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from weave_sdk import controls as sdk
+
     evidence = None if args.evidence is None else read_input(args.evidence)
     if evidence is not None and not isinstance(evidence, dict):
         raise UsageError("--evidence must be a JSON object")
@@ -71,10 +73,10 @@ def _review(client: Client, args: argparse.Namespace, out: TextIO, err: TextIO) 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``weave pause``, ``weave resume``, ``weave cancel`` and ``weave review``."""
-    for name, action, text in (
-        ("pause", sdk.pause, "pause an instance: close its execution gate"),
-        ("resume", sdk.resume, "resume a paused instance (lifts the pause only)"),
-        ("cancel", sdk.cancel, "cancel an instance: stop new steps, collect running work"),
+    for name, text in (
+        ("pause", "pause an instance: close its execution gate"),
+        ("resume", "resume a paused instance (lifts the pause only)"),
+        ("cancel", "cancel an instance: stop new steps, collect running work"),
     ):
         parser = subparsers.add_parser(name, help=text, description=text[0].upper() + text[1:]
                                        + ". Exit 0 when accepted (or replayed), 1 when refused.")
@@ -85,7 +87,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         parser.add_argument("--operation-id", default=None, metavar="ID",
                             help="stable id of this operation (default: a new uuid)")
         _connection_options(parser)
-        command = _control(action)
+        command = _control(name)
         parser.set_defaults(func=lambda args, command=command: run_command(command, args))
     review = subparsers.add_parser(
         "review", help="conclude on a step, resolve a review, or recover a step",

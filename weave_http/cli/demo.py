@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 
@@ -21,10 +22,17 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         default=None,
         help="use this database instead of a throw-away SQLite file",
     )
+    parser.add_argument("--json", action="store_true",
+                        help="print the steps and the outcome as one JSON document at the end")
     parser.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     from weave_http.demo import run_demo
 
-    return run_demo(args.database_url)
+    if not args.json:
+        return run_demo(args.database_url)
+    lines: list[str] = []
+    code = run_demo(args.database_url, say=lines.append)
+    print(json.dumps({"ok": code == 0, "steps": lines}))
+    return code

@@ -14,21 +14,15 @@ import os
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-import httpx
+from weave_http.cli.failures import one_line, report
+from weave_http.cli.values import dumps
 
-from weave_sdk import (
-    Client,
-    DefinitionFormatError,
-    JSONDecodeError,
-    ValidationError,
-    WeaveAPIError,
-    WeaveSDKError,
-    Workflow,
-    loads,
-)
-from weave_sdk.client import _Call
+if TYPE_CHECKING:  # the SDK (and httpx) are imported when the command runs
+    import httpx
+
+    from weave_sdk import Client, Workflow
 
 
 class TargetError(Exception):
@@ -37,6 +31,8 @@ class TargetError(Exception):
 
 def load_target(target: str) -> Workflow | dict[str, Any]:
     """Read TARGET: a JSON file path, or ``module:attribute`` (dotted attribute allowed)."""
+    from weave_sdk import JSONDecodeError, Workflow, loads
+
     path = Path(target)
     if target.endswith(".json") or path.is_file():
         try:
@@ -57,6 +53,9 @@ def load_target(target: str) -> Workflow | dict[str, Any]:
         value: Any = importlib.import_module(module_name)
     except ImportError as exc:
         raise TargetError(f"cannot import {module_name!r}: {exc}") from exc
+    except Exception as exc:  # the module itself failed: say where, not "a bug in weave"
+        raise TargetError(f"importing {module_name!r} failed: "
+                          f"{type(exc).__name__}: {exc}") from exc
     for name in attribute.split("."):
         try:
             value = getattr(value, name)
@@ -70,9 +69,13 @@ def load_target(target: str) -> Workflow | dict[str, Any]:
 
 
 def publish_target(
-    target: str, client: Client, *, out: TextIO | None = None, err: TextIO | None = None
+    target: str, client: Client, *, out: TextIO | None = None, err: TextIO | None = None,
+    as_json: bool = False,
 ) -> int:
-    """Publish TARGET with ``client``, print the outcome; return the exit code."""
+    """Publish TARGET with ``client``, print the outcome (one JSON document with
+    ``as_json``); return the exit code."""
+    from weave_sdk import DefinitionFormatError, ValidationError, WeaveSDKError
+
     out = out or sys.stdout
     err = err or sys.stderr
     try:
@@ -86,22 +89,22 @@ def publish_target(
         for problem in exc.problems:
             print(f"  {problem.path}: {problem.code}: {problem.message}", file=err)
         return 1
-    except WeaveAPIError as exc:
-        print(f"error[{exc.code}]: {exc.detail}", file=err)
-        return 1
     except (DefinitionFormatError, TypeError, ValueError) as exc:
-        print(f"error[bad_definition]: {exc}", file=err)
+        print(f"error[bad_definition]: {one_line(str(exc))}", file=err)
         return 1
-    except WeaveSDKError as exc:
-        print(f"error[sdk_error]: {exc}", file=err)
-        return 1
+    except WeaveSDKError as exc:  # refused, unreachable, a nonsense answer
+        return report(exc, err)
     outcome = "created" if result.created else "unchanged"
-    print(
-        f"{outcome}: {result.definition_id} version {result.version} "
-        f"(content {result.content_hash[:12]})",
-        file=out,
-    )
-    for queue, name, version in unseen_handlers(client, result.document):
+    unseen = unseen_handlers(client, result.document)
+    if as_json:
+        print(dumps({"outcome": outcome, "definition_id": result.definition_id,
+                     "version": result.version, "content_hash": result.content_hash,
+                     "unseen_handlers": [{"queue": q, "handler": n, "handler_version": v}
+                                         for q, n, v in unseen]}), file=out)
+    else:
+        print(f"{outcome}: {result.definition_id} version {result.version} "
+              f"(content {result.content_hash[:12]})", file=out)
+    for queue, name, version in unseen:
         print(f"warning: no worker has been seen for handler {name!r} version {version!r} "
               f"on queue {queue!r}; its tasks will wait until one runs "
               "(weave worker module:attribute)", file=err)
@@ -124,6 +127,9 @@ def _used(steps: Any) -> Iterator[tuple[str, str, str]]:
 def unseen_handlers(client: Client, document: Any) -> list[tuple[str, str, str]]:
     """(queue, handler, version) of the document's tasks and polls that no worker has
     claimed with on the server (``GET .../handlers``); empty when the server cannot say."""
+    from weave_sdk import WeaveSDKError, loads
+    from weave_sdk.client import _Call
+
     def read(response: httpx.Response) -> set[tuple[str, str, str]] | None:
         if response.status_code != 200:
             return None  # an older server, or a token without read: no warning
@@ -141,13 +147,15 @@ def unseen_handlers(client: Client, document: Any) -> list[tuple[str, str, str]]
 
 
 def _run(args: argparse.Namespace) -> int:
+    from weave_sdk import Client, WeaveSDKError
+
     try:
         client = Client(args.url, args.token, args.namespace)
     except WeaveSDKError as exc:
         print(f"error[bad_configuration]: {exc}", file=sys.stderr)
         return 1
     with client:
-        return publish_target(args.target, client)
+        return publish_target(args.target, client, as_json=args.json)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -166,6 +174,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--namespace", default=None, help="namespace (default $WEAVE_NAMESPACE)"
     )
+    parser.add_argument("--json", action="store_true",
+                        help="print the outcome as one JSON document")
     parser.set_defaults(func=_run)
 
 

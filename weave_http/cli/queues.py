@@ -12,7 +12,7 @@ from typing import Any
 
 from weave_core.dispatch import set_namespace_quota, set_queue_capacity
 from weave_core.identity import CLI_ACTOR
-from weave_http.cli.admin import _add_database_url, _open
+from weave_http.cli.admin import _add_database_url, _open, add_json, print_outcome
 
 
 def _set_capacity(args: argparse.Namespace) -> int:
@@ -22,7 +22,10 @@ def _set_capacity(args: argparse.Namespace) -> int:
                                    actor=CLI_ACTOR)
     finally:
         db.dispose()
-    print(f"queue {state.name}: capacity {state.capacity}, outstanding {state.outstanding}")
+    print_outcome(args, f"queue {state.name}: capacity {state.capacity}, outstanding "
+                  f"{state.outstanding}", {"namespace": args.namespace, "queue": state.name,
+                                           "capacity": state.capacity,
+                                           "outstanding": state.outstanding})
     return 0
 
 
@@ -32,8 +35,10 @@ def _set_quota(args: argparse.Namespace) -> int:
         state = set_namespace_quota(db, args.namespace, args.quota, actor=CLI_ACTOR)
     finally:
         db.dispose()
-    print(f"namespace {state.namespace}: task quota {state.task_quota}, "
-          f"outstanding {state.outstanding}")
+    print_outcome(args, f"namespace {state.namespace}: task quota {state.task_quota}, "
+                  f"outstanding {state.outstanding}",
+                  {"namespace": state.namespace, "task_quota": state.task_quota,
+                   "outstanding": state.outstanding})
     return 0
 
 
@@ -47,6 +52,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     cap.add_argument("queue", metavar="QUEUE")
     cap.add_argument("capacity", type=int, metavar="N")
     _add_database_url(cap)
+    add_json(cap)
     cap.set_defaults(func=_set_capacity)
 
     quota = subparsers.add_parser("quota", help="manage namespace task quotas")
@@ -56,4 +62,5 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     qset.add_argument("--namespace", required=True, metavar="NS")
     qset.add_argument("quota", type=int, metavar="N")
     _add_database_url(qset)
+    add_json(qset)
     qset.set_defaults(func=_set_quota)

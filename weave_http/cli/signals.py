@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
+from weave_http.cli.values import _plain, dumps
 from weave_http.cli.views import render_signals, signal_match
-from weave_http.cli.workflows import _connection_options, _plain, run_command
-from weave_sdk import Client
-from weave_sdk._json import dumps, loads
-from weave_sdk.signals import list_signals, send_signal
-from weave_sdk.views import SignalInfo
+from weave_http.cli.workflows import _connection_options, run_command
+
+if TYPE_CHECKING:
+    from weave_sdk import Client
 
 
 class _BadPayload(ValueError):
@@ -28,6 +28,10 @@ class _BadPayload(ValueError):
 
 
 def _signal(client: Client, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from weave_sdk import loads
+    from weave_sdk.signals import send_signal
+    from weave_sdk.views import SignalInfo
+
     try:
         payload: Any = None if args.payload is None else loads(args.payload)
     except ValueError as exc:
@@ -49,6 +53,9 @@ def _signal(client: Client, args: argparse.Namespace, out: TextIO, err: TextIO) 
 
 
 def _signals(client: Client, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from weave_sdk.signals import list_signals
+    from weave_sdk.views import SignalInfo
+
     items = [SignalInfo.model_validate(dataclasses.asdict(s))
              for s in list_signals(client, args.workflow_id)]
     if args.json:

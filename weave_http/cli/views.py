@@ -4,12 +4,14 @@ operations — and the lines that say why a workflow failed (``weave start --wai
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from weave_http.cli.workflows import _cell, _when, table
-from weave_sdk.outcomes import WorkflowError
-from weave_sdk.views import OperationInfo, PollRoundInfo, SignalInfo, WaitInfo
-from weave_sdk.workflows import WorkflowDescription
+from weave_http.cli.values import _cell, _when, table
+
+if TYPE_CHECKING:
+    from weave_sdk.outcomes import WorkflowError
+    from weave_sdk.views import OperationInfo, PollRoundInfo, SignalInfo, WaitInfo
+    from weave_sdk.workflows import WorkflowDescription
 
 
 def signal_match(signal: SignalInfo) -> str:
@@ -76,6 +78,26 @@ def render_waits(view: WorkflowDescription, out: TextIO) -> None:
         _operations(view.operations, out)
 
 
+def render_task_errors(view: WorkflowDescription, out: TextIO) -> None:
+    """Each task's last error in full: type, message and, when the worker sent one, the
+    handler's traceback (``error.details.traceback``), indented."""
+    failed = [t for t in view.tasks if isinstance(t.error, dict)]
+    if not failed:
+        return
+    print(file=out)
+    print("task errors", file=out)
+    for t in failed:
+        error = t.error
+        print(f"  {t.task_id} (step {t.step_id}, {t.handler}@{t.handler_version}, attempts "
+              f"{t.attempts_used}/{t.max_attempts}, {t.status}): "
+              f"{error.get('type', '-')}: {error.get('message', '')}", file=out)
+        details = error.get("details")
+        trace = details.get("traceback") if isinstance(details, dict) else None
+        if isinstance(trace, str):
+            for line in trace.splitlines():
+                print(f"    {line}", file=out)
+
+
 def render_failure(exc: WorkflowError, out: TextIO) -> None:
     """``step``, ``handler``, ``attempts``, ``error`` and ``review reason`` lines, when known."""
     lines = [("step", exc.step_id),
@@ -91,4 +113,5 @@ def render_failure(exc: WorkflowError, out: TextIO) -> None:
             print(f"  {name}: {value}", file=out)
 
 
-__all__ = ["render_failure", "render_signals", "render_waits", "signal_match"]
+__all__ = ["render_failure", "render_signals", "render_task_errors", "render_waits",
+           "signal_match"]

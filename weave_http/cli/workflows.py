@@ -13,126 +13,28 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
-from decimal import Decimal
-from enum import Enum
-from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-import pydantic
-
-from weave_sdk import (
-    Client,
-    JSONDecodeError,
-    ValidationError,
-    WeaveAPIError,
-    WeaveSDKError,
+from weave_http.cli.failures import one_line, report
+from weave_http.cli.values import (
+    UsageError,
+    _bool_arg,
+    _cell,
+    _plain,
+    _time_arg,
+    _when,
     dumps,
-    loads,
-)
-from weave_sdk.workflows import (
-    HistoryEvent,
-    WorkflowDescription,
-    WorkflowError,
-    WorkflowExecution,
-    WorkflowStatus,
-    WorkflowTimeoutError,
+    read_input,
+    table,
 )
 
-_MAX_CELL = 60
+if TYPE_CHECKING:  # the SDK is imported when a command runs, not for --help
+    from weave_sdk import Client
+    from weave_sdk.workflows import HistoryEvent, WorkflowDescription, WorkflowExecution
 
-
-class UsageError(Exception):
-    """An option's value cannot be used; the message says why (``error[bad_argument]``)."""
-
-
-# --- values ------------------------------------------------------------------------------
-
-
-def _plain(value: Any) -> Any:
-    """A model dump as exact JSON values: times as RFC 3339 with ``Z``, enums as values."""
-    if isinstance(value, pydantic.BaseModel):
-        return _plain(value.model_dump(mode="python"))
-    if isinstance(value, datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(UTC).replace(tzinfo=None)
-        return value.isoformat() + "Z"
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
-
-
-def read_input(raw: str) -> Any:
-    """``--input``: a JSON document, or ``@FILE`` (``@-`` for stdin), parsed exactly."""
-    if raw.startswith("@"):
-        name = raw[1:]
-        try:
-            text = sys.stdin.read() if name == "-" else Path(name).read_text("utf-8")
-        except OSError as exc:
-            raise UsageError(f"cannot read {name}: {exc.strerror or exc}") from exc
-    else:
-        text = raw
-    try:
-        return loads(text)
-    except JSONDecodeError as exc:
-        raise UsageError(f"--input is not JSON: {exc}") from exc
-
-
-def _time_arg(raw: str) -> datetime:
-    try:
-        value = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{raw!r} is not an ISO 8601 time (e.g. 2025-01-31T12:00:00Z)"
-        ) from None
-    return value
-
-
-def _bool_arg(raw: str) -> bool:
-    if raw not in ("true", "false"):
-        raise argparse.ArgumentTypeError("true or false")
-    return raw == "true"
-
-
-def _when(value: datetime | None) -> str:
-    if value is None:
-        return "-"
-    if value.tzinfo is not None:
-        value = value.astimezone(UTC).replace(tzinfo=None)
-    return value.isoformat(sep=" ", timespec="milliseconds")
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, str):
-        text = value
-    elif isinstance(value, bool | int | Decimal):
-        text = dumps(value)
-    else:
-        text = dumps(_plain(value))
-    return text if len(text) <= _MAX_CELL else text[: _MAX_CELL - 1] + "…"
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]], out: TextIO) -> None:
-    """Columns padded to their widest cell; the last column is not padded."""
-    widths = [len(h) for h in headers]
-    for row in rows:
-        for i, cell in enumerate(row):
-            widths[i] = max(widths[i], len(cell))
-
-    def line(cells: Sequence[str]) -> str:
-        padded = [c.ljust(widths[i]) for i, c in enumerate(cells[:-1])]
-        return "  ".join([*padded, cells[-1]]).rstrip()
-
-    print(line(headers), file=out)
-    for row in rows:
-        print(line(row), file=out)
-
+STATUSES: tuple[str, ...] = ("RUNNING", "WAITING", "CANCELLING", "NEEDS_REVIEW", "SUCCEEDED",
+                             "FAILED", "CANCELLED")
+"""``weave_sdk.workflows.WorkflowStatus``'s values (a test keeps them equal)."""
 
 # --- rendering -----------------------------------------------------------------------
 
@@ -215,16 +117,23 @@ def _start(client: Client, args: argparse.Namespace, out: TextIO, err: TextIO) -
     )
     started = handle.started
     assert started is not None
-    if not args.wait:
-        if args.json:
-            print(dumps({"created": handle.created, "workflow": _plain(started)}), file=out)
-        else:
-            what = "started" if handle.created else "existing"
-            print(f"{what}: {started.workflow_id} ({started.definition_id} version "
-                  f"{started.version}, {started.status.value})", file=out)
+    if args.json and not args.wait:
+        print(dumps({"created": handle.created, "workflow": _plain(started)}), file=out)
         return 0
+    if not args.json:  # the id first: an interrupted --wait still says which instance
+        what = "started" if handle.created else "existing"
+        print(f"{what}: {started.workflow_id} ({started.definition_id} version "
+              f"{started.version}, {started.status.value})", file=out, flush=True)
+    if not args.wait:
+        return 0
+    from weave_sdk.workflows import WorkflowError, WorkflowTimeoutError
+
     try:
         handle.result(timeout=args.timeout)
+    except KeyboardInterrupt:
+        print(f"error[interrupted]: stopped waiting; {started.workflow_id} goes on "
+              f"(weave show {started.workflow_id})", file=err)
+        return 130
     except WorkflowError as exc:
         if args.json:
             print(dumps({"created": handle.created, "workflow": _plain(exc.workflow)}), file=out)
@@ -265,9 +174,10 @@ def _show(client: Client, args: argparse.Namespace, out: TextIO, err: TextIO) ->
         print(dumps(document), file=out)
         return 0
     render_description(view, out)
-    from weave_http.cli.views import render_waits
+    from weave_http.cli.views import render_task_errors, render_waits
 
     render_waits(view, out)
+    render_task_errors(view, out)
     if events is not None:
         print(file=out)
         print("history", file=out)
@@ -290,7 +200,7 @@ def _list(client: Client, args: argparse.Namespace, out: TextIO, err: TextIO) ->
     return 0
 
 
-Command = Callable[[Client, argparse.Namespace, TextIO, TextIO], int]
+Command = Callable[["Client", argparse.Namespace, TextIO, TextIO], int]
 
 
 def run_command(
@@ -298,6 +208,8 @@ def run_command(
     out: TextIO | None = None, err: TextIO | None = None,
 ) -> int:
     """Run one of the commands with the error convention of ``weave``; return the exit code."""
+    from weave_sdk import Client, ValidationError, WeaveSDKError
+
     out = out or sys.stdout
     err = err or sys.stderr
     own = client is None
@@ -316,14 +228,10 @@ def run_command(
         for problem in exc.problems:
             print(f"  {problem.path}: {problem.code}: {problem.message}", file=err)
         return 1
-    except WeaveAPIError as exc:
-        print(f"error[{exc.code}]: {exc.detail}", file=err)
-        return 1
+    except WeaveSDKError as exc:  # the server refused, is unreachable, answered nonsense
+        return report(exc, err)
     except (TypeError, ValueError) as exc:
-        print(f"error[bad_argument]: {exc}", file=err)
-        return 1
-    except WeaveSDKError as exc:
-        print(f"error[sdk_error]: {exc}", file=err)
+        print(f"error[bad_argument]: {one_line(str(exc))}", file=err)
         return 1
     finally:
         if own:
@@ -388,7 +296,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="List instances, newest first, one page at a time (filters combine with "
         "AND; pass the printed cursor back with --cursor).",
     )
-    listing.add_argument("--status", choices=[s.value for s in WorkflowStatus], default=None)
+    listing.add_argument("--status", choices=STATUSES, default=None)
     listing.add_argument("--definition", default=None, metavar="DEFINITION_ID")
     listing.add_argument("--version", default=None)
     listing.add_argument("--paused", type=_bool_arg, default=None, metavar="true|false")

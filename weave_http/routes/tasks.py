@@ -37,6 +37,7 @@ from weave_core.errors import Problem, ValidationError
 from weave_core.identity import Permission
 from weave_core.runtime.step import ClaimNext, complete_step
 from weave_http.body import read_json, validate_model
+from weave_http.disconnect import unless_disconnected
 from weave_http.models import (
     CancelTaskRequest,
     ClaimedTaskModel,
@@ -100,11 +101,11 @@ async def claim_tasks(request: Request, ctx: Context) -> Response:
     body = validate_model(ClaimRequest, await read_json(request, engine.limits))
     note_claim(request, namespace, str(request.path_params["queue"]), body.worker_id,
                [(d.name, d.version) for d in body.handlers])  # a dict write (routes.handlers)
-    tasks = await claim_wait(
+    tasks = await unless_disconnected(request, claim_wait(
         engine.db, namespace=namespace, queue=str(request.path_params["queue"]),
         worker_id=body.worker_id, handlers=_handlers(body.handlers), max_tasks=body.max_tasks,
         wait_seconds=body.wait_seconds, actor=principal.actor, limits=engine.limits,
-    )
+    ), [])
     return json_response(ClaimResponse(tasks=[claimed_model(t) for t in tasks]))
 
 
