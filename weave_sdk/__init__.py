@@ -99,6 +99,7 @@ from weave_sdk.models import (
 )
 from weave_sdk.signals import SignalAcceptance
 from weave_sdk.validate import PROBLEM_CODES, validate
+from weave_sdk.views import AttemptInfo, HistoryTaskEvent, TaskEventInfo
 from weave_sdk.workflows import (
     ActivationInfo,
     AsyncWorkflowHandle,
@@ -126,6 +127,7 @@ __all__ = [
     "ActivationInfo",
     "AsyncClient",
     "AsyncWorkflowHandle",
+    "AttemptInfo",
     "AuditInfo",
     "AuthenticationError",
     "BadRequestError",
@@ -148,6 +150,7 @@ __all__ = [
     "Health",
     "HistoryEvent",
     "HistoryPage",
+    "HistoryTaskEvent",
     "InvalidResponseError",
     "JSONDecodeError",
     "NonRetryableError",
@@ -170,6 +173,7 @@ __all__ = [
     "Step",
     "StepInfo",
     "TaskContext",
+    "TaskEventInfo",
     "TaskInfo",
     "TaskStep",
     "Timeouts",

@@ -114,6 +114,11 @@ PROTECTED_ROUTES = [
           ok_code="attempt_not_found"),
     route("POST", TASKS, Permission.WORK, 201, body=TASK_BODY),
     route("GET", TASKS + "/{task}", Permission.READ, 200, declared=TASKS + "/{task_id}"),
+    # task records (issue 12)
+    route("GET", TASKS + "/{task}/attempts", Permission.READ, 200,
+          declared=TASKS + "/{task_id}/attempts"),
+    route("GET", TASKS + "/{task}/events", Permission.READ, 200,
+          declared=TASKS + "/{task_id}/events"),
     route("POST", TASKS + "/no-such-task/cancel", Permission.WORK, 404,
           declared=TASKS + "/{task_id}/cancel", body={}, ok_code="task_not_found"),
     route("PUT", NS + "/queues/matrix-q", Permission.ADMIN, 200,

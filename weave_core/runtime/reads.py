@@ -21,11 +21,13 @@ from weave_core.errors import Problem, ValidationError
 from weave_core.runtime.admission import DEFAULT_OPERATION_TYPE, read_instance
 from weave_core.runtime.history import MAX_HISTORY_PAGE, read_transitions
 from weave_core.runtime.instances import InstanceStatus, InstanceView, iso, load_json
+from weave_core.runtime.task_records import attempts_of, instance_task_events
 from weave_core.schema import (
     weave_activations,
     weave_idempotency,
     weave_instances,
     weave_pending_advances,
+    weave_poll_rounds,
     weave_steps,
     weave_tasks,
     weave_transitions,
@@ -71,13 +73,18 @@ def _activations(conn: Connection, namespace: str, instance_id: str) -> list[dic
 
 
 def _tasks(conn: Connection, namespace: str, instance_id: str) -> list[dict[str, Any]]:
-    a, t = weave_activations, weave_tasks
-    rows = conn.execute(
-        sa.select(t, a.c.step_id)
-        .join(a, a.c.task_id == t.c.task_id)
-        .where(a.c.namespace == namespace, a.c.instance_id == instance_id)
+    """Every task any activation of the instance owned (every poll round's, not only the
+    current one), each with its attempts (``runtime.task_records``)."""
+    a, t, pr = weave_activations, weave_tasks, weave_poll_rounds
+    rows = list(conn.execute(
+        sa.select(t, a.c.step_id, pr.c.round.label("poll_round"))
+        .join(a, a.c.activation_id == t.c.owner_id)
+        .outerjoin(pr, pr.c.task_id == t.c.task_id)
+        .where(a.c.namespace == namespace, a.c.instance_id == instance_id,
+               t.c.namespace == namespace)
         .order_by(t.c.created_at, t.c.task_id)
-    ).mappings()
+    ).mappings())
+    attempts = attempts_of(conn, [r["task_id"] for r in rows])
     return [
         {
             "task_id": r["task_id"], "step_id": r["step_id"], "activation_id": r["owner_id"],
@@ -88,6 +95,8 @@ def _tasks(conn: Connection, namespace: str, instance_id: str) -> list[dict[str,
             "result": load_json(r["result"]), "error": load_json(r["error"]),
             "deadline_at": iso(r["deadline_at"]), "created_at": iso(r["created_at"]),
             "updated_at": iso(r["updated_at"]),
+            "poll_round": None if r["poll_round"] is None else int(r["poll_round"]),
+            "attempts": attempts[r["task_id"]],
         }
         for r in rows
     ]
@@ -238,11 +247,13 @@ def _transitions_after(conn: Connection, instance_id: str, revision: int) -> boo
 
 def read_history(
     db: Database, namespace: str, instance_id: str, *, after_revision: int = 0,
-    limit: int = 100,
+    limit: int = 100, task_events: list[dict[str, Any]] | None = None,
 ) -> tuple[list[dict[str, Any]], int | None]:
     """Transitions in revision order, each with the audit entry of its transaction.
 
-    Returns ``(items, next_cursor)``; the cursor is the last revision returned.
+    Returns ``(items, next_cursor)``; the cursor is the last revision returned. A list
+    passed as ``task_events`` receives the page's notable task events (lease expiries,
+    retries, refused reports: ``runtime.task_records.instance_task_events``).
     """
     if not 1 <= limit <= MAX_HISTORY_PAGE:
         raise ValidationError("invalid limit", [
@@ -264,6 +275,10 @@ def read_history(
         for item in items:
             found = audits.get(item["audit_id"]) if item["audit_id"] is not None else None
             item["audit"] = None if found is None else found.to_json()
+        if task_events is not None:
+            task_events[:] = instance_task_events(
+                conn, namespace, instance_id, after_revision=after_revision,
+                until_revision=items[-1]["revision"] if more and items else None)
         return items, (items[-1]["revision"] if more and items else None)
 
     return db.read(_read, name="read_history")

@@ -8,7 +8,7 @@ from typing import TextIO
 
 from weave_http.cli.workflows import _cell, _when, table
 from weave_sdk.outcomes import WorkflowError
-from weave_sdk.views import OperationInfo, PollRoundInfo, SignalInfo, WaitInfo
+from weave_sdk.views import HistoryTaskEvent, OperationInfo, PollRoundInfo, SignalInfo, WaitInfo
 from weave_sdk.workflows import WorkflowDescription
 
 
@@ -76,6 +76,31 @@ def render_waits(view: WorkflowDescription, out: TextIO) -> None:
         _operations(view.operations, out)
 
 
+def render_attempts(view: WorkflowDescription, out: TextIO) -> None:
+    """``weave show --attempts``: every attempt of every task, in task order."""
+    print(file=out)
+    print("attempts", file=out)
+    table(["TASK", "NO", "WORKER", "STARTED", "LEASE", "HEARTBEAT", "ENDED", "OUTCOME",
+           "ERROR"], [
+        [t.task_id, str(a.attempt_no), a.worker_id, _when(a.started_at),
+         _when(a.lease_expires_at), _when(a.last_heartbeat_at), _when(a.ended_at),
+         a.outcome or "running", _cell(a.error)]
+        for t in view.tasks for a in t.attempts
+    ], out)
+
+
+def render_task_events(events: Sequence[HistoryTaskEvent], out: TextIO) -> None:
+    """After ``weave show --history``: what happened to tasks without a transition."""
+    if not events:
+        return
+    print(file=out)
+    print("task events", file=out)
+    table(["TIME", "KIND", "STEP", "TASK", "ATTEMPT", "DETAIL"], [
+        [_when(e.occurred_at), e.kind, e.step_id, e.task_id, e.attempt_id or "-",
+         _cell(e.payload)] for e in events
+    ], out)
+
+
 def render_failure(exc: WorkflowError, out: TextIO) -> None:
     """``step``, ``handler``, ``attempts``, ``error`` and ``review reason`` lines, when known."""
     lines = [("step", exc.step_id),
@@ -91,4 +116,5 @@ def render_failure(exc: WorkflowError, out: TextIO) -> None:
             print(f"  {name}: {value}", file=out)
 
 
-__all__ = ["render_failure", "render_signals", "render_waits", "signal_match"]
+__all__ = ["render_attempts", "render_failure", "render_signals", "render_task_events",
+           "render_waits", "signal_match"]

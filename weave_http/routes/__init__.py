@@ -156,6 +156,7 @@ def all_api_routes() -> tuple[ApiRoute, ...]:
         handlers,
         health,
         signals,
+        task_records,
         tasks,
         workflows,
     )
@@ -163,7 +164,7 @@ def all_api_routes() -> tuple[ApiRoute, ...]:
     return (
         health.API_ROUTES + openapi.API_ROUTES + definitions.API_ROUTES + tasks.API_ROUTES
         + handlers.API_ROUTES + workflows.API_ROUTES + signals.API_ROUTES
-        + controls.API_ROUTES
+        + controls.API_ROUTES + task_records.API_ROUTES
     )
 
 

@@ -184,11 +184,14 @@ async def one(request: Request, ctx: Context) -> Response:
 
 async def history(request: Request, ctx: Context) -> Response:
     _, namespace = ctx.require_principal()
+    task_events: list[dict[str, Any]] = []
     items, cursor = await run_in_threadpool(
         read_history, ctx.engine.db, namespace, str(request.path_params["workflow_id"]),
         after_revision=_int(ctx, "after", 0), limit=_int(ctx, "limit", 100),
+        task_events=task_events,
     )
-    return json_response(WorkflowHistory(items=items, next_cursor=cursor))
+    return json_response(WorkflowHistory(items=items, next_cursor=cursor,
+                                         task_events=task_events))
 
 
 _TIME = {"type": "string", "format": "date-time"}
