@@ -61,6 +61,23 @@ def _namespace_create(args: argparse.Namespace) -> int:
     return 0
 
 
+def _namespace_switch(args: argparse.Namespace) -> int:
+    from weave_core.runtime.namespaces import set_namespace_enabled
+
+    enabled = args.namespace_command == "enable"
+    db = _open(args)
+    try:
+        released = set_namespace_enabled(db, args.namespace, enabled)
+    finally:
+        db.dispose()
+    if enabled:
+        print(f"namespace {args.namespace} enabled ({released} blocked instance(s) continue)")
+    else:
+        print(f"namespace {args.namespace} disabled: its tokens are refused within a second; "
+              "work in flight is still saved, nothing new starts")
+    return 0
+
+
 def _token_create(args: argparse.Namespace) -> int:
     db = _open(args)
     try:
@@ -100,6 +117,13 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     ns_create.add_argument("namespace", metavar="NS")
     _add_database_url(ns_create)
     ns_create.set_defaults(func=_namespace_create)
+    for verb, text in (("disable", "disable a namespace: its tokens get 401, nothing new "
+                        "starts, work in flight is still saved"),
+                       ("enable", "enable a disabled namespace: its instances continue")):
+        ns_switch = ns_commands.add_parser(verb, help=text)
+        ns_switch.add_argument("namespace", metavar="NS")
+        _add_database_url(ns_switch)
+        ns_switch.set_defaults(func=_namespace_switch)
 
     token = subparsers.add_parser("token", help="manage API tokens")
     token_commands = token.add_subparsers(dest="token_command", metavar="COMMAND")
