@@ -625,3 +625,23 @@ weave_operations = sa.Table(
 )
 
 __all__ += ["weave_operations"]
+
+# --- visibility (issue 12) ------------------------------------------------------------
+
+# Which workers asked for which (queue, handler, version) in their claim requests, and
+# when last: kept in each process's memory and upserted at most every few seconds per
+# process, never inside a claim or step transaction (dispatch/sightings.py). The primary
+# key is the lookup of a pending task's handler (namespace, queue, handler, version).
+weave_worker_sightings = sa.Table(
+    "weave_worker_sightings",
+    metadata,
+    sa.Column("namespace", sa.String(_NAME), primary_key=True),
+    sa.Column("queue", sa.String(_NAME), primary_key=True),
+    sa.Column("handler", sa.String(_NAME), primary_key=True),
+    sa.Column("handler_version", sa.String(_NAME), primary_key=True),
+    sa.Column("worker_id", sa.String(255), primary_key=True),
+    sa.Column("last_seen_at", Timestamp, nullable=False),
+    **TABLE_OPTIONS,
+)
+
+__all__ += ["weave_worker_sightings"]

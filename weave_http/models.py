@@ -290,10 +290,27 @@ class QueueCapacityRequest(ApiModel):
     capacity: int = Field(ge=0, le=10_000_000)
 
 
+class QueueWorker(ApiModel):
+    """A worker that asked for a handler version on this queue in a claim request."""
+
+    handler: str
+    handler_version: str
+    worker_id: str
+    last_seen_at: UtcDatetime = Field(description="database time of the last sighting "
+                                      "written (a process writes at most every 5 s)")
+
+
 class QueueModel(ApiModel):
     name: str
     capacity: int
     outstanding: int
+
+
+class QueueDetail(QueueModel):
+    """A queue with the workers seen asking for its handlers (``GET …/queues/{queue}``)."""
+
+    workers: list[QueueWorker] = Field(
+        description="workers and the handlers they asked for, most recently seen first")
 
 
 class QuotaRequest(ApiModel):
@@ -381,6 +398,10 @@ class WorkflowDetail(WorkflowModel):
                                       "or EXPIRED, and the activation that consumed each")
     poll_rounds: list[JsonObject] = Field(default_factory=list,
                                           description="poll rounds: one task each")
+    wait_reasons: list[JsonObject] = Field(
+        default_factory=list,
+        description="why pending work waits: handler_unavailable (no worker asked for the "
+        "task's queue, handler and version within window_seconds)")
 
 
 class WorkflowList(ApiModel):
@@ -479,6 +500,7 @@ RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
     CompleteResponse,
     TaskModel,
     QueueModel,
+    QueueDetail,
     QuotaModel,
 )
 REQUEST_MODELS: tuple[type[BaseModel], ...] = (
@@ -523,7 +545,9 @@ __all__ = [
     "ProblemItem",
     "PublishResponse",
     "QueueCapacityRequest",
+    "QueueDetail",
     "QueueModel",
+    "QueueWorker",
     "QuotaModel",
     "QuotaRequest",
     "ReviewRequestModel",

@@ -99,7 +99,7 @@ from weave_sdk.models import (
 )
 from weave_sdk.signals import SignalAcceptance
 from weave_sdk.validate import PROBLEM_CODES, validate
-from weave_sdk.views import AttemptInfo, HistoryTaskEvent, TaskEventInfo
+from weave_sdk.views import AttemptInfo, HistoryTaskEvent, TaskEventInfo, WaitReasonInfo
 from weave_sdk.workflows import (
     ActivationInfo,
     AsyncWorkflowHandle,
@@ -180,6 +180,7 @@ __all__ = [
     "TimerStep",
     "ValidationError",
     "VersionSummary",
+    "WaitReasonInfo",
     "WeaveAPIError",
     "WeaveConnectionError",
     "WeaveSDKError",

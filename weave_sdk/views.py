@@ -173,6 +173,21 @@ class TaskEventInfo(_View):
     payload: Any = None
 
 
+class WaitReasonInfo(_View):
+    """Why pending work waits: ``reason`` ``handler_unavailable`` when no worker asked for
+    the task's ``queue``, ``handler`` and ``handler_version`` within ``window_seconds``
+    (``last_seen_at``: the last worker that did, ``None`` if none ever did)."""
+
+    reason: str
+    task_id: str
+    step_id: str
+    queue: str
+    handler: str
+    handler_version: str
+    last_seen_at: datetime | None = None
+    window_seconds: int | None = None
+
+
 class HistoryTaskEvent(TaskEventInfo):
     """A task event an instance's history shows beside its transitions: ``kind`` is
     ``lease_expired`` (or ``deadline_exceeded``), ``retry_scheduled`` or
@@ -183,4 +198,4 @@ class HistoryTaskEvent(TaskEventInfo):
 
 
 __all__ = ["AttemptInfo", "HistoryTaskEvent", "OperationInfo", "PollRoundInfo", "SignalInfo",
-           "TaskEventInfo", "WaitInfo", "WorkflowStatus"]
+           "TaskEventInfo", "WaitInfo", "WaitReasonInfo", "WorkflowStatus"]

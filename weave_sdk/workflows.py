@@ -36,6 +36,7 @@ from weave_sdk.views import (
     PollRoundInfo,
     SignalInfo,
     WaitInfo,
+    WaitReasonInfo,
     WorkflowStatus,
 )
 
@@ -153,6 +154,9 @@ class TaskInfo(_Model):
     updated_at: datetime
     poll_round: int | None = None
     attempts: list[AttemptInfo] = []
+    wait_reason: str | None = None
+    """``handler_unavailable`` while PENDING for a handler version no worker asks for."""
+    handler_last_seen_at: datetime | None = None
 
 
 class PendingAdvance(_Model):
@@ -182,6 +186,8 @@ class WorkflowDescription(WorkflowExecution):
     """Wait records of signal, timer and poll activations (open and ended)."""
     poll_rounds: list[PollRoundInfo] = []
     """Every poll round: its task, the status read and its classification."""
+    wait_reasons: list[WaitReasonInfo] = []
+    """Why pending tasks wait (``handler_unavailable``: no worker serves the handler)."""
     cancel_requested: bool = False
     """A cancel was accepted (the instance may only end ``CANCELLED``)."""
     review: dict[str, Any] | None = None

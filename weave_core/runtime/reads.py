@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -17,6 +18,12 @@ from sqlalchemy.engine import Connection
 
 from weave_core.audit import AuditEntry, list_audit
 from weave_core.db import Database
+from weave_core.dispatch.sightings import (
+    HANDLER_SEEN_WINDOW_S,
+    HANDLER_UNAVAILABLE,
+    handler_unavailable,
+    last_seen,
+)
 from weave_core.errors import Problem, ValidationError
 from weave_core.runtime.admission import DEFAULT_OPERATION_TYPE, read_instance
 from weave_core.runtime.history import MAX_HISTORY_PAGE, read_transitions
@@ -72,7 +79,8 @@ def _activations(conn: Connection, namespace: str, instance_id: str) -> list[dic
     ]
 
 
-def _tasks(conn: Connection, namespace: str, instance_id: str) -> list[dict[str, Any]]:
+def _tasks(conn: Connection, namespace: str, instance_id: str,
+           db_now: Callable[[Connection], datetime]) -> list[dict[str, Any]]:
     """Every task any activation of the instance owned (every poll round's, not only the
     current one), each with its attempts (``runtime.task_records``)."""
     a, t, pr = weave_activations, weave_tasks, weave_poll_rounds
@@ -85,6 +93,13 @@ def _tasks(conn: Connection, namespace: str, instance_id: str) -> list[dict[str,
         .order_by(t.c.created_at, t.c.task_id)
     ).mappings())
     attempts = attempts_of(conn, [r["task_id"] for r in rows])
+    waiting = [r for r in rows if r["status"] == "PENDING" and r["gate_open"]]
+    seen = last_seen(conn, namespace,
+                     [(r["queue"], r["handler"], r["handler_version"]) for r in waiting])
+    now = db_now(conn) if waiting else None
+    unavailable = {r["task_id"]: seen.get((r["queue"], r["handler"], r["handler_version"]))
+                   for r in waiting if now is not None and handler_unavailable(
+                       seen.get((r["queue"], r["handler"], r["handler_version"])), now)}
     return [
         {
             "task_id": r["task_id"], "step_id": r["step_id"], "activation_id": r["owner_id"],
@@ -97,9 +112,22 @@ def _tasks(conn: Connection, namespace: str, instance_id: str) -> list[dict[str,
             "updated_at": iso(r["updated_at"]),
             "poll_round": None if r["poll_round"] is None else int(r["poll_round"]),
             "attempts": attempts[r["task_id"]],
+            "wait_reason": HANDLER_UNAVAILABLE if r["task_id"] in unavailable else None,
+            "handler_last_seen_at": iso(unavailable.get(r["task_id"])),
         }
         for r in rows
     ]
+
+
+def wait_reasons(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Why the instance waits beyond its steps: a pending task whose handler version no
+    worker asked for within ``HANDLER_SEEN_WINDOW_S`` (``dispatch.sightings``)."""
+    return [{"reason": t["wait_reason"], "task_id": t["task_id"], "step_id": t["step_id"],
+             "queue": t["queue"], "handler": t["handler"],
+             "handler_version": t["handler_version"],
+             "last_seen_at": t["handler_last_seen_at"],
+             "window_seconds": HANDLER_SEEN_WINDOW_S}
+            for t in tasks if t["wait_reason"] is not None]
 
 
 def _pending(conn: Connection, instance_id: str) -> list[dict[str, Any]]:
@@ -135,11 +163,13 @@ def describe_instance(db: Database, namespace: str, instance_id: str) -> dict[st
 
     def _read(conn: Connection) -> dict[str, Any]:
         view = read_instance(conn, namespace, instance_id)
+        tasks = _tasks(conn, namespace, instance_id, db.now)
         return {
             **view.to_json(),
             "steps": _steps(conn, instance_id),
             "activations": _activations(conn, namespace, instance_id),
-            "tasks": _tasks(conn, namespace, instance_id),
+            "tasks": tasks,
+            "wait_reasons": wait_reasons(tasks),
             "pending": _pending(conn, instance_id),
             **_waits(conn, namespace, instance_id),
             **_controls(conn, namespace, instance_id, view.review_reason),

@@ -66,6 +66,12 @@ def render_waits(view: WorkflowDescription, out: TextIO) -> None:
             print(title, file=out)
         return present
 
+    if section("waiting for", bool(view.wait_reasons)):
+        for r in view.wait_reasons:
+            seen = "never" if r.last_seen_at is None else _when(r.last_seen_at)
+            print(f"  {r.reason}: task {r.task_id} of step {r.step_id} waits for "
+                  f"{r.handler}@{r.handler_version} on queue {r.queue}; no worker asked for "
+                  f"it in the last {r.window_seconds} s (last seen: {seen})", file=out)
     if section("signals", bool(view.signals)):
         render_signals(view.signals, out)
     if section("waits", bool(view.waits)):
