@@ -57,6 +57,8 @@ weave_namespaces = sa.Table(
     sa.Column("name", sa.String(NAME_LENGTH), primary_key=True),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("disabled", sa.Boolean(), nullable=False, server_default=sa.text("0")),
+    # History retention in days (0006; NULL: runtime/retention.DEFAULT_RETENTION_DAYS).
+    sa.Column("retention_days", sa.Integer(), nullable=True),
     **TABLE_OPTIONS,
 )
 
@@ -357,6 +359,8 @@ weave_instances = sa.Table(
     sa.Column("settled_at", Timestamp, nullable=True),
     sa.Index("ix_weave_instances_created", "namespace", "created_at", "instance_id"),
     sa.Index("ix_weave_instances_status", "namespace", "status", "created_at", "instance_id"),
+    # The retention purge: settled instances of a namespace, oldest first (0006).
+    sa.Index("ix_weave_instances_settled", "namespace", "settled_at", "instance_id"),
     sa.Index(
         "ix_weave_instances_definition",
         "namespace", "definition_id", "version", "created_at", "instance_id",

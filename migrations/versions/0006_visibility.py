@@ -1,4 +1,5 @@
-"""Visibility: which workers serve which (queue, handler, version), with a last-seen time.
+"""Visibility: which workers serve which (queue, handler, version), with a last-seen time;
+history retention per namespace, and the index the purge finds settled instances by.
 
 Revision ID: 0006_visibility
 Revises: 0005_controls
@@ -40,7 +41,13 @@ def upgrade() -> None:
         sa.Column("last_seen_at", _TIMESTAMP, nullable=False),
         **_OPTIONS,
     )
+    op.add_column("weave_namespaces", sa.Column("retention_days", sa.Integer(), nullable=True))
+    op.create_index("ix_weave_instances_settled", "weave_instances",
+                    ["namespace", "settled_at", "instance_id"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_weave_instances_settled", table_name="weave_instances")
+    with op.batch_alter_table("weave_namespaces") as batch:
+        batch.drop_column("retention_days")
     op.drop_table("weave_worker_sightings")

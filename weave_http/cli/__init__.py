@@ -18,7 +18,7 @@ from weave_core.errors import WeaveError
 # Command groups, in the order ``weave --help`` lists them. Each is a module of this package.
 COMMAND_MODULES: tuple[str, ...] = (
     "serve", "admin", "queues", "publish", "workflows", "signals", "controls", "worker",
-    "demo", "bench",
+    "demo", "bench", "export",
 )
 
 Handler = Callable[[argparse.Namespace], int]

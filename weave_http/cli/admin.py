@@ -78,6 +78,22 @@ def _namespace_switch(args: argparse.Namespace) -> int:
     return 0
 
 
+def _namespace_retention(args: argparse.Namespace) -> int:
+    from weave_core.runtime.retention import purged_count, retention_of, set_retention
+
+    db = _open(args)
+    try:
+        if args.days is not None or args.default:
+            set_retention(db, args.namespace, None if args.default else args.days)
+        days, default = retention_of(db, args.namespace)
+        purged = purged_count(db, args.namespace)
+    finally:
+        db.dispose()
+    print(f"namespace {args.namespace}: settled instances are kept {days} days"
+          f"{' (the default)' if default else ''}; {purged} purged so far")
+    return 0
+
+
 def _token_create(args: argparse.Namespace) -> int:
     db = _open(args)
     try:
@@ -124,6 +140,15 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         ns_switch.add_argument("namespace", metavar="NS")
         _add_database_url(ns_switch)
         ns_switch.set_defaults(func=_namespace_switch)
+    ns_keep = ns_commands.add_parser(
+        "retention", help="show or set how long settled instances are kept")
+    ns_keep.add_argument("namespace", metavar="NS")
+    keep = ns_keep.add_mutually_exclusive_group()
+    keep.add_argument("--days", type=int, default=None, metavar="N",
+                      help="keep settled instances N days (1-36500)")
+    keep.add_argument("--default", action="store_true", help="back to the default (30 days)")
+    _add_database_url(ns_keep)
+    ns_keep.set_defaults(func=_namespace_retention)
 
     token = subparsers.add_parser("token", help="manage API tokens")
     token_commands = token.add_subparsers(dest="token_command", metavar="COMMAND")
