@@ -57,6 +57,8 @@ weave_namespaces = sa.Table(
     sa.Column("name", sa.String(NAME_LENGTH), primary_key=True),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("disabled", sa.Boolean(), nullable=False, server_default=sa.text("0")),
+    # History retention in days (0006; NULL: runtime/retention.DEFAULT_RETENTION_DAYS).
+    sa.Column("retention_days", sa.Integer(), nullable=True),
     **TABLE_OPTIONS,
 )
 
@@ -357,6 +359,8 @@ weave_instances = sa.Table(
     sa.Column("settled_at", Timestamp, nullable=True),
     sa.Index("ix_weave_instances_created", "namespace", "created_at", "instance_id"),
     sa.Index("ix_weave_instances_status", "namespace", "status", "created_at", "instance_id"),
+    # The retention purge: settled instances of a namespace, oldest first (0006).
+    sa.Index("ix_weave_instances_settled", "namespace", "settled_at", "instance_id"),
     sa.Index(
         "ix_weave_instances_definition",
         "namespace", "definition_id", "version", "created_at", "instance_id",
@@ -625,3 +629,23 @@ weave_operations = sa.Table(
 )
 
 __all__ += ["weave_operations"]
+
+# --- visibility (issue 12) ------------------------------------------------------------
+
+# Which workers asked for which (queue, handler, version) in their claim requests, and
+# when last: kept in each process's memory and upserted at most every few seconds per
+# process, never inside a claim or step transaction (dispatch/sightings.py). The primary
+# key is the lookup of a pending task's handler (namespace, queue, handler, version).
+weave_worker_sightings = sa.Table(
+    "weave_worker_sightings",
+    metadata,
+    sa.Column("namespace", sa.String(_NAME), primary_key=True),
+    sa.Column("queue", sa.String(_NAME), primary_key=True),
+    sa.Column("handler", sa.String(_NAME), primary_key=True),
+    sa.Column("handler_version", sa.String(_NAME), primary_key=True),
+    sa.Column("worker_id", sa.String(255), primary_key=True),
+    sa.Column("last_seen_at", Timestamp, nullable=False),
+    **TABLE_OPTIONS,
+)
+
+__all__ += ["weave_worker_sightings"]

@@ -17,6 +17,9 @@ from contextlib import asynccontextmanager
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
 
 from weave_core.engine import Engine
 from weave_core.runtime.tick import TickLoop
@@ -55,8 +58,17 @@ def create_app(engine: Engine, *, tick: bool = False, owns_engine: bool = False)
         exception_handlers=dict(EXCEPTION_HANDLERS),
         lifespan=lifespan,
     )
+    # A path with one slash more or less is another path: 404 route_not_found, never a
+    # redirect whose Location is built from the client's Host header. The console's
+    # ``/ui`` alone is sent to ``/ui/`` with a relative Location.
+    app.router.redirect_slashes = False
+    app.router.routes.insert(0, Route("/ui", _console_root, methods=["GET"]))
     app.state.engine = engine
     return app
+
+
+async def _console_root(_request: Request) -> Response:
+    return RedirectResponse("/ui/", status_code=307)
 
 
 __all__ = ["create_app"]

@@ -290,10 +290,27 @@ class QueueCapacityRequest(ApiModel):
     capacity: int = Field(ge=0, le=10_000_000)
 
 
+class QueueWorker(ApiModel):
+    """A worker that asked for a handler version on this queue in a claim request."""
+
+    handler: str
+    handler_version: str
+    worker_id: str
+    last_seen_at: UtcDatetime = Field(description="database time of the last sighting "
+                                      "written (a process writes at most every 5 s)")
+
+
 class QueueModel(ApiModel):
     name: str
     capacity: int
     outstanding: int
+
+
+class QueueDetail(QueueModel):
+    """A queue with the workers seen asking for its handlers (``GET …/queues/{queue}``)."""
+
+    workers: list[QueueWorker] = Field(
+        description="workers and the handlers they asked for, most recently seen first")
 
 
 class QuotaRequest(ApiModel):
@@ -381,6 +398,10 @@ class WorkflowDetail(WorkflowModel):
                                       "or EXPIRED, and the activation that consumed each")
     poll_rounds: list[JsonObject] = Field(default_factory=list,
                                           description="poll rounds: one task each")
+    wait_reasons: list[JsonObject] = Field(
+        default_factory=list,
+        description="why pending work waits: handler_unavailable (no worker asked for the "
+        "task's queue, handler and version within window_seconds)")
 
 
 class WorkflowList(ApiModel):
@@ -395,6 +416,10 @@ class WorkflowHistory(ApiModel):
 
     items: list[JsonObject]
     next_cursor: int | None = Field(description="pass back as 'after' for the next page")
+    task_events: list[JsonObject] = Field(
+        default_factory=list,
+        description="task events of this page's stretch of time that are no transition: "
+        "lease expiries, scheduled retries, refused reports (kind, step_id, task_id, ...)")
 
 
 
@@ -475,6 +500,7 @@ RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
     CompleteResponse,
     TaskModel,
     QueueModel,
+    QueueDetail,
     QuotaModel,
 )
 REQUEST_MODELS: tuple[type[BaseModel], ...] = (
@@ -519,7 +545,9 @@ __all__ = [
     "ProblemItem",
     "PublishResponse",
     "QueueCapacityRequest",
+    "QueueDetail",
     "QueueModel",
+    "QueueWorker",
     "QuotaModel",
     "QuotaRequest",
     "ReviewRequestModel",
@@ -584,3 +612,53 @@ class SignalList(ApiModel):
 RESPONSE_MODELS += (SignalModel, SignalList)
 REQUEST_MODELS += (SignalRequest,)
 __all__ += ["SignalList", "SignalModel", "SignalRequest"]
+
+
+# --- task records (issue 12) ----------------------------------------------------------
+
+
+class AttemptModel(ApiModel):
+    """One attempt of a task: who ran it, its lease and heartbeats, how it ended."""
+
+    attempt_id: str
+    attempt_no: int
+    worker_id: str
+    claimed_at: str = Field(description="when a claim handed it out (the attempt starts then)")
+    started_at: str
+    lease_expires_at: str = Field(description="the lease as last renewed")
+    close_by: str | None = Field(description="start-to-close limit of the attempt")
+    last_heartbeat_at: str | None
+    ended_at: str | None = Field(description="when it ended: a report, a lease expiry, ...")
+    reported_at: str | None = Field(description="when the worker's report was taken "
+                                    "(null when the engine ended it)")
+    outcome: str | None = Field(description="succeeded, failed, cancelled, lease_expired, "
+                                "deadline_exceeded; null while it runs")
+    error: AnyJson = Field(description="the error that ended it (type, message, ...)")
+
+
+class AttemptList(ApiModel):
+    """The attempts of one task, in attempt order."""
+
+    items: list[AttemptModel]
+
+
+class TaskEventModel(ApiModel):
+    """One event of a task: created, started, retry_scheduled, report_refused, settled."""
+
+    id: int
+    task_id: str
+    revision: int
+    event_type: str
+    attempt_id: str | None
+    occurred_at: str
+    payload: AnyJson
+
+
+class TaskEventList(ApiModel):
+    """The events of one task, oldest first."""
+
+    items: list[TaskEventModel]
+
+
+RESPONSE_MODELS += (AttemptList, TaskEventList)
+__all__ += ["AttemptList", "AttemptModel", "TaskEventList", "TaskEventModel"]

@@ -99,6 +99,7 @@ from weave_sdk.models import (
 )
 from weave_sdk.signals import SignalAcceptance
 from weave_sdk.validate import PROBLEM_CODES, validate
+from weave_sdk.views import AttemptInfo, HistoryTaskEvent, TaskEventInfo, WaitReasonInfo
 from weave_sdk.workflows import (
     ActivationInfo,
     AsyncWorkflowHandle,
@@ -126,6 +127,7 @@ __all__ = [
     "ActivationInfo",
     "AsyncClient",
     "AsyncWorkflowHandle",
+    "AttemptInfo",
     "AuditInfo",
     "AuthenticationError",
     "BadRequestError",
@@ -148,6 +150,7 @@ __all__ = [
     "Health",
     "HistoryEvent",
     "HistoryPage",
+    "HistoryTaskEvent",
     "InvalidResponseError",
     "JSONDecodeError",
     "NonRetryableError",
@@ -170,12 +173,14 @@ __all__ = [
     "Step",
     "StepInfo",
     "TaskContext",
+    "TaskEventInfo",
     "TaskInfo",
     "TaskStep",
     "Timeouts",
     "TimerStep",
     "ValidationError",
     "VersionSummary",
+    "WaitReasonInfo",
     "WeaveAPIError",
     "WeaveConnectionError",
     "WeaveSDKError",

@@ -46,6 +46,7 @@ from weave_sdk.models import (
     PublishResult,
     VersionSummary,
 )
+from weave_sdk.views import AttemptInfo, HistoryTaskEvent, TaskEventInfo
 from weave_sdk.workflows import (
     AsyncWorkflowHandle,
     HistoryEvent,
@@ -581,6 +582,24 @@ class Client:
                 return events
             after = page.next_cursor
 
+    def task_attempts(self, task_id: str) -> list[AttemptInfo]:
+        """Every attempt of a task, in order (``weave_sdk.records``)."""
+        from weave_sdk.records import attempts_call
+
+        return self._run(attempts_call(self._settings.ns_path(""), task_id))
+
+    def task_events(self, task_id: str) -> list[TaskEventInfo]:
+        """Every event of a task, oldest first (``weave_sdk.records``)."""
+        from weave_sdk.records import events_call
+
+        return self._run(events_call(self._settings.ns_path(""), task_id))
+
+    def history_task_events(self, workflow_id: str) -> list[HistoryTaskEvent]:
+        """The lease expiries, retries and refused reports of the instance's tasks."""
+        from weave_sdk.records import history_task_events
+
+        return history_task_events(self, workflow_id)
+
     def close(self) -> None:
         self._http.close()
 
@@ -761,6 +780,24 @@ class AsyncClient:
             if page.next_cursor is None:
                 return events
             after = page.next_cursor
+
+    async def task_attempts(self, task_id: str) -> list[AttemptInfo]:
+        """See ``Client.task_attempts``."""
+        from weave_sdk.records import attempts_call
+
+        return await self._run(attempts_call(self._settings.ns_path(""), task_id))
+
+    async def task_events(self, task_id: str) -> list[TaskEventInfo]:
+        """See ``Client.task_events``."""
+        from weave_sdk.records import events_call
+
+        return await self._run(events_call(self._settings.ns_path(""), task_id))
+
+    async def history_task_events(self, workflow_id: str) -> list[HistoryTaskEvent]:
+        """See ``Client.history_task_events``."""
+        from weave_sdk.records import history_task_events_async
+
+        return await history_task_events_async(self, workflow_id)
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -137,4 +137,65 @@ class OperationInfo(_View):
     created_at: datetime | None = None
 
 
-__all__ = ["OperationInfo", "PollRoundInfo", "SignalInfo", "WaitInfo", "WorkflowStatus"]
+class AttemptInfo(_View):
+    """One attempt of a task (``GET …/tasks/{id}/attempts``, and ``TaskInfo.attempts``).
+
+    ``claimed_at`` equals ``started_at`` (a claim starts its attempt); ``reported_at`` is
+    set when the worker's report ended it, ``None`` when the engine did (``outcome``
+    ``lease_expired`` or ``deadline_exceeded``); ``error`` is what ended a failed one.
+    """
+
+    attempt_id: str
+    attempt_no: int
+    worker_id: str
+    claimed_at: datetime
+    started_at: datetime
+    lease_expires_at: datetime
+    close_by: datetime | None = None
+    last_heartbeat_at: datetime | None = None
+    ended_at: datetime | None = None
+    reported_at: datetime | None = None
+    outcome: str | None = None
+    error: Any = None
+
+
+class TaskEventInfo(_View):
+    """One event of a task: ``task.created``, ``task.started``, ``task.retry_scheduled``,
+    ``task.report_refused``, ``task.cancel_requested``, ``task.succeeded``, ... with the
+    attempt it concerns and its payload (an error, a refusal's reason)."""
+
+    id: int
+    task_id: str
+    revision: int
+    event_type: str
+    attempt_id: str | None = None
+    occurred_at: datetime
+    payload: Any = None
+
+
+class WaitReasonInfo(_View):
+    """Why pending work waits: ``reason`` ``handler_unavailable`` when no worker asked for
+    the task's ``queue``, ``handler`` and ``handler_version`` within ``window_seconds``
+    (``last_seen_at``: the last worker that did, ``None`` if none ever did)."""
+
+    reason: str
+    task_id: str
+    step_id: str
+    queue: str
+    handler: str
+    handler_version: str
+    last_seen_at: datetime | None = None
+    window_seconds: int | None = None
+
+
+class HistoryTaskEvent(TaskEventInfo):
+    """A task event an instance's history shows beside its transitions: ``kind`` is
+    ``lease_expired`` (or ``deadline_exceeded``), ``retry_scheduled`` or
+    ``report_refused``; ``step_id`` is the step whose task it is."""
+
+    kind: str
+    step_id: str
+
+
+__all__ = ["AttemptInfo", "HistoryTaskEvent", "OperationInfo", "PollRoundInfo", "SignalInfo",
+           "TaskEventInfo", "WaitInfo", "WaitReasonInfo", "WorkflowStatus"]

@@ -29,7 +29,16 @@ from weave_sdk.outcomes import (
     WorkflowTimeoutError,
 )
 from weave_sdk.results import Clock, wait_for_result, wait_for_result_async
-from weave_sdk.views import OperationInfo, PollRoundInfo, SignalInfo, WaitInfo, WorkflowStatus
+from weave_sdk.views import (
+    AttemptInfo,
+    HistoryTaskEvent,
+    OperationInfo,
+    PollRoundInfo,
+    SignalInfo,
+    WaitInfo,
+    WaitReasonInfo,
+    WorkflowStatus,
+)
 
 if TYPE_CHECKING:  # the clients import this module; a runtime import would be circular
     from weave_sdk.client import AsyncClient, Client
@@ -124,7 +133,8 @@ class ActivationInfo(_Model):
 
 
 class TaskInfo(_Model):
-    """A dispatch task created for one of the instance's activations."""
+    """A dispatch task created for one of the instance's activations (every poll round's
+    task included, with its ``poll_round``), with every attempt it had."""
 
     task_id: str
     step_id: str
@@ -142,6 +152,11 @@ class TaskInfo(_Model):
     deadline_at: datetime | None = None
     created_at: datetime
     updated_at: datetime
+    poll_round: int | None = None
+    attempts: list[AttemptInfo] = []
+    wait_reason: str | None = None
+    """``handler_unavailable`` while PENDING for a handler version no worker asks for."""
+    handler_last_seen_at: datetime | None = None
 
 
 class PendingAdvance(_Model):
@@ -171,6 +186,8 @@ class WorkflowDescription(WorkflowExecution):
     """Wait records of signal, timer and poll activations (open and ended)."""
     poll_rounds: list[PollRoundInfo] = []
     """Every poll round: its task, the status read and its classification."""
+    wait_reasons: list[WaitReasonInfo] = []
+    """Why pending tasks wait (``handler_unavailable``: no worker serves the handler)."""
     cancel_requested: bool = False
     """A cancel was accepted (the instance may only end ``CANCELLED``)."""
     review: dict[str, Any] | None = None
@@ -228,6 +245,8 @@ class HistoryPage(_Model):
 
     items: list[HistoryEvent]
     next_cursor: int | None = None
+    task_events: list[HistoryTaskEvent] = []
+    """The page's lease expiries, scheduled retries and refused reports of its tasks."""
 
 
 # --- handles ---------------------------------------------------------------------------

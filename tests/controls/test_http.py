@@ -149,4 +149,7 @@ def test_plain_task_entries_refuse_workflow_tasks(engine: Engine) -> None:
     spec = client.get("/openapi.json").json()
     task_ops = [p for p in spec["paths"] if "/tasks/" in p]
     assert not [p for p in task_ops if p.rsplit("/", 1)[-1] not in (
-        "{task_id}", "heartbeat", "complete", "cancel")]
+        "{task_id}", "heartbeat", "complete", "cancel", "attempts", "events")]
+    # the task records (#12) are reads only
+    assert [m for p in task_ops if p.endswith(("/attempts", "/events"))
+            for m in spec["paths"][p]] == ["get", "get"]

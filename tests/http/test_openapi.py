@@ -37,7 +37,7 @@ def test_openapi_matches_the_real_routes(mysql_engine: Engine) -> None:
     served = {
         (method, route.path)
         for route in app.routes
-        if isinstance(route, Route)
+        if isinstance(route, Route) and route.path != "/ui"  # the console's root redirect
         for method in (route.methods or ())
         if method != "HEAD"  # Starlette adds HEAD to every GET route
     }

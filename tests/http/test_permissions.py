@@ -91,9 +91,11 @@ PROTECTED_ROUTES = [
           declared=WORKFLOWS + "/{workflow_id}/history"),
     route("GET", WORKFLOWS + "/{wid}/result", Permission.READ, 200,
           declared=WORKFLOWS + "/{workflow_id}/result"),
-    # signals (issue 6): the first authorised signal is accepted (202), later ones replay (200)
-    route("POST", WORKFLOWS + "/{wid}/signals", Permission.SIGNAL, 200, 202,
-          declared=WORKFLOWS + "/{workflow_id}/signals", body=SIGNAL_BODY),
+    # signals (issue 6): "matrix" declares no signal, so an authorised one is refused with
+    # 422 signal_not_declared (#12) — never the not_found of a hidden namespace
+    route("POST", WORKFLOWS + "/{wid}/signals", Permission.SIGNAL, 422,
+          declared=WORKFLOWS + "/{workflow_id}/signals", body=SIGNAL_BODY,
+          ok_code="signal_not_declared"),
     route("GET", WORKFLOWS + "/{wid}/signals", Permission.READ, 200,
           declared=WORKFLOWS + "/{workflow_id}/signals"),
     # controls and review (issue 7): a stale version / a running instance answer 409
@@ -114,6 +116,11 @@ PROTECTED_ROUTES = [
           ok_code="attempt_not_found"),
     route("POST", TASKS, Permission.WORK, 201, body=TASK_BODY),
     route("GET", TASKS + "/{task}", Permission.READ, 200, declared=TASKS + "/{task_id}"),
+    # task records (issue 12)
+    route("GET", TASKS + "/{task}/attempts", Permission.READ, 200,
+          declared=TASKS + "/{task_id}/attempts"),
+    route("GET", TASKS + "/{task}/events", Permission.READ, 200,
+          declared=TASKS + "/{task_id}/events"),
     route("POST", TASKS + "/no-such-task/cancel", Permission.WORK, 404,
           declared=TASKS + "/{task_id}/cancel", body={}, ok_code="task_not_found"),
     route("PUT", NS + "/queues/matrix-q", Permission.ADMIN, 200,

@@ -34,6 +34,7 @@ from weave_core.db import set_clock_offset
 from weave_core.engine import Engine
 from weave_core.errors import NotFoundError, ValidationError
 from weave_core.runtime import run_pending, run_tick
+from weave_core.runtime.waits.declared import SignalNotDeclaredError
 from weave_core.runtime.waits.signals import (
     SignalBacklogFullError,
     SignalConflictError,
@@ -118,10 +119,12 @@ def test_an_unknown_instance_is_not_found_and_nothing_is_stored(engine: Engine) 
 def test_only_name_key_and_version_of_this_business_operation_match(engine: Engine) -> None:
     ns, wid = _waiting(engine)
     send(engine, ns, wid, key="job-2")  # another business operation
-    send(engine, ns, wid, name="rejection")
-    send(engine, ns, wid, param_version="2")
+    with pytest.raises(SignalNotDeclaredError):  # no step declares it (#12): not stored
+        send(engine, ns, wid, name="rejection")
+    with pytest.raises(SignalNotDeclaredError):  # declared with param_version "1" only
+        send(engine, ns, wid, param_version="2")
     assert steps(engine, wid)["approval"].phase == "ACTIVE"
-    assert [s.state for s in signals_of(engine, wid)] == ["ACCEPTED"] * 3
+    assert [s.state for s in signals_of(engine, wid)] == ["ACCEPTED"]
     assert all(s.target_activation_id is None for s in signals_of(engine, wid))
     send(engine, ns, wid)
     assert steps(engine, wid)["approval"].phase == "SUCCEEDED"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -17,15 +18,23 @@ from sqlalchemy.engine import Connection
 
 from weave_core.audit import AuditEntry, list_audit
 from weave_core.db import Database
+from weave_core.dispatch.sightings import (
+    HANDLER_SEEN_WINDOW_S,
+    HANDLER_UNAVAILABLE,
+    handler_unavailable,
+    last_seen,
+)
 from weave_core.errors import Problem, ValidationError
 from weave_core.runtime.admission import DEFAULT_OPERATION_TYPE, read_instance
 from weave_core.runtime.history import MAX_HISTORY_PAGE, read_transitions
 from weave_core.runtime.instances import InstanceStatus, InstanceView, iso, load_json
+from weave_core.runtime.task_records import attempts_of, instance_task_events
 from weave_core.schema import (
     weave_activations,
     weave_idempotency,
     weave_instances,
     weave_pending_advances,
+    weave_poll_rounds,
     weave_steps,
     weave_tasks,
     weave_transitions,
@@ -70,14 +79,27 @@ def _activations(conn: Connection, namespace: str, instance_id: str) -> list[dic
     ]
 
 
-def _tasks(conn: Connection, namespace: str, instance_id: str) -> list[dict[str, Any]]:
-    a, t = weave_activations, weave_tasks
-    rows = conn.execute(
-        sa.select(t, a.c.step_id)
-        .join(a, a.c.task_id == t.c.task_id)
-        .where(a.c.namespace == namespace, a.c.instance_id == instance_id)
+def _tasks(conn: Connection, namespace: str, instance_id: str,
+           db_now: Callable[[Connection], datetime]) -> list[dict[str, Any]]:
+    """Every task any activation of the instance owned (every poll round's, not only the
+    current one), each with its attempts (``runtime.task_records``)."""
+    a, t, pr = weave_activations, weave_tasks, weave_poll_rounds
+    rows = list(conn.execute(
+        sa.select(t, a.c.step_id, pr.c.round.label("poll_round"))
+        .join(a, a.c.activation_id == t.c.owner_id)
+        .outerjoin(pr, pr.c.task_id == t.c.task_id)
+        .where(a.c.namespace == namespace, a.c.instance_id == instance_id,
+               t.c.namespace == namespace)
         .order_by(t.c.created_at, t.c.task_id)
-    ).mappings()
+    ).mappings())
+    attempts = attempts_of(conn, [r["task_id"] for r in rows])
+    waiting = [r for r in rows if r["status"] == "PENDING" and r["gate_open"]]
+    seen = last_seen(conn, namespace,
+                     [(r["queue"], r["handler"], r["handler_version"]) for r in waiting])
+    now = db_now(conn) if waiting else None
+    unavailable = {r["task_id"]: seen.get((r["queue"], r["handler"], r["handler_version"]))
+                   for r in waiting if now is not None and handler_unavailable(
+                       seen.get((r["queue"], r["handler"], r["handler_version"])), now)}
     return [
         {
             "task_id": r["task_id"], "step_id": r["step_id"], "activation_id": r["owner_id"],
@@ -88,9 +110,24 @@ def _tasks(conn: Connection, namespace: str, instance_id: str) -> list[dict[str,
             "result": load_json(r["result"]), "error": load_json(r["error"]),
             "deadline_at": iso(r["deadline_at"]), "created_at": iso(r["created_at"]),
             "updated_at": iso(r["updated_at"]),
+            "poll_round": None if r["poll_round"] is None else int(r["poll_round"]),
+            "attempts": attempts[r["task_id"]],
+            "wait_reason": HANDLER_UNAVAILABLE if r["task_id"] in unavailable else None,
+            "handler_last_seen_at": iso(unavailable.get(r["task_id"])),
         }
         for r in rows
     ]
+
+
+def wait_reasons(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Why the instance waits beyond its steps: a pending task whose handler version no
+    worker asked for within ``HANDLER_SEEN_WINDOW_S`` (``dispatch.sightings``)."""
+    return [{"reason": t["wait_reason"], "task_id": t["task_id"], "step_id": t["step_id"],
+             "queue": t["queue"], "handler": t["handler"],
+             "handler_version": t["handler_version"],
+             "last_seen_at": t["handler_last_seen_at"],
+             "window_seconds": HANDLER_SEEN_WINDOW_S}
+            for t in tasks if t["wait_reason"] is not None]
 
 
 def _pending(conn: Connection, instance_id: str) -> list[dict[str, Any]]:
@@ -126,11 +163,13 @@ def describe_instance(db: Database, namespace: str, instance_id: str) -> dict[st
 
     def _read(conn: Connection) -> dict[str, Any]:
         view = read_instance(conn, namespace, instance_id)
+        tasks = _tasks(conn, namespace, instance_id, db.now)
         return {
             **view.to_json(),
             "steps": _steps(conn, instance_id),
             "activations": _activations(conn, namespace, instance_id),
-            "tasks": _tasks(conn, namespace, instance_id),
+            "tasks": tasks,
+            "wait_reasons": wait_reasons(tasks),
             "pending": _pending(conn, instance_id),
             **_waits(conn, namespace, instance_id),
             **_controls(conn, namespace, instance_id, view.review_reason),
@@ -238,11 +277,13 @@ def _transitions_after(conn: Connection, instance_id: str, revision: int) -> boo
 
 def read_history(
     db: Database, namespace: str, instance_id: str, *, after_revision: int = 0,
-    limit: int = 100,
+    limit: int = 100, task_events: list[dict[str, Any]] | None = None,
 ) -> tuple[list[dict[str, Any]], int | None]:
     """Transitions in revision order, each with the audit entry of its transaction.
 
-    Returns ``(items, next_cursor)``; the cursor is the last revision returned.
+    Returns ``(items, next_cursor)``; the cursor is the last revision returned. A list
+    passed as ``task_events`` receives the page's notable task events (lease expiries,
+    retries, refused reports: ``runtime.task_records.instance_task_events``).
     """
     if not 1 <= limit <= MAX_HISTORY_PAGE:
         raise ValidationError("invalid limit", [
@@ -264,6 +305,10 @@ def read_history(
         for item in items:
             found = audits.get(item["audit_id"]) if item["audit_id"] is not None else None
             item["audit"] = None if found is None else found.to_json()
+        if task_events is not None:
+            task_events[:] = instance_task_events(
+                conn, namespace, instance_id, after_revision=after_revision,
+                until_revision=items[-1]["revision"] if more and items else None)
         return items, (items[-1]["revision"] if more and items else None)
 
     return db.read(_read, name="read_history")

@@ -139,6 +139,16 @@ def run_tick(
         else:
             if expired.expired:
                 report.outcomes["signals_expired"] = expired.expired
+    if not report.out_of_budget:
+        from weave_core.runtime.retention import purge_if_due  # issue 12: retention
+
+        try:
+            purged = purge_if_due(engine)
+        except Exception:
+            logger.exception("the retention purge failed; it runs again later")
+        else:
+            if purged is not None and purged.count:
+                report.outcomes["instances_purged"] = purged.count
     return report
 
 

@@ -21,7 +21,7 @@ from typing import Any
 # Command groups, in the order ``weave --help`` lists them. Each is a module of this package.
 COMMAND_MODULES: tuple[str, ...] = (
     "serve", "admin", "queues", "publish", "workflows", "signals", "controls", "worker",
-    "demo", "bench",
+    "demo", "bench", "export",
 )
 
 # Every command: (its module, its help line). Only the module of the command run is imported.
@@ -45,12 +45,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "worker": ("worker", "run an SDK worker (module:attribute)"),
     "demo": ("demo", "run the end-to-end demo on a throw-away SQLite database"),
     "bench": ("bench", "measure performance as ratios to this machine's calibration"),
+    "export": ("export", "write one instance's complete record as JSON"),
 }
 
 # Commands that talk to a server through the SDK: they must not import the engine.
 CLIENT_COMMANDS: frozenset[str] = frozenset({
     "publish", "start", "show", "list", "signal", "signals", "pause", "resume", "cancel",
-    "review", "worker",
+    "review", "worker", "export",
 })
 
 Handler = Callable[[argparse.Namespace], int]

@@ -82,6 +82,43 @@ def _namespace_create(args: argparse.Namespace) -> int:
     return 0
 
 
+def _namespace_switch(args: argparse.Namespace) -> int:
+    from weave_core.runtime.namespaces import set_namespace_enabled
+
+    enabled = args.namespace_command == "enable"
+    db = _open(args)
+    try:
+        released = set_namespace_enabled(db, args.namespace, enabled)
+    finally:
+        db.dispose()
+    if enabled:
+        text = f"namespace {args.namespace} enabled ({released} blocked instance(s) continue)"
+    else:
+        text = (f"namespace {args.namespace} disabled: its tokens are refused within a "
+                "second; work in flight is still saved, nothing new starts")
+    print_outcome(args, text, {"namespace": args.namespace, "enabled": enabled,
+                               "released": released if enabled else 0})
+    return 0
+
+
+def _namespace_retention(args: argparse.Namespace) -> int:
+    from weave_core.runtime.retention import purged_count, retention_of, set_retention
+
+    db = _open(args)
+    try:
+        if args.days is not None or args.default:
+            set_retention(db, args.namespace, None if args.default else args.days)
+        days, default = retention_of(db, args.namespace)
+        purged = purged_count(db, args.namespace)
+    finally:
+        db.dispose()
+    print_outcome(args, f"namespace {args.namespace}: settled instances are kept {days} "
+                        f"days{' (the default)' if default else ''}; {purged} purged so far",
+                  {"namespace": args.namespace, "retention_days": days, "default": default,
+                   "purged": purged})
+    return 0
+
+
 def _token_create(args: argparse.Namespace) -> int:
     db = _open(args)
     try:
@@ -126,6 +163,24 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     _add_database_url(ns_create)
     add_json(ns_create)
     ns_create.set_defaults(func=_namespace_create)
+    for verb, text in (("disable", "disable a namespace: its tokens get 401, nothing new "
+                        "starts, work in flight is still saved"),
+                       ("enable", "enable a disabled namespace: its instances continue")):
+        ns_switch = ns_commands.add_parser(verb, help=text)
+        ns_switch.add_argument("namespace", metavar="NS")
+        _add_database_url(ns_switch)
+        add_json(ns_switch)
+        ns_switch.set_defaults(func=_namespace_switch)
+    ns_keep = ns_commands.add_parser(
+        "retention", help="show or set how long settled instances are kept")
+    ns_keep.add_argument("namespace", metavar="NS")
+    keep = ns_keep.add_mutually_exclusive_group()
+    keep.add_argument("--days", type=int, default=None, metavar="N",
+                      help="keep settled instances N days (1-36500)")
+    keep.add_argument("--default", action="store_true", help="back to the default (30 days)")
+    _add_database_url(ns_keep)
+    add_json(ns_keep)
+    ns_keep.set_defaults(func=_namespace_retention)
 
     token = subparsers.add_parser("token", help="manage API tokens")
     token_commands = token.add_subparsers(dest="token_command", metavar="COMMAND")

@@ -10,7 +10,13 @@ from weave_http.cli.values import _cell, _when, table
 
 if TYPE_CHECKING:
     from weave_sdk.outcomes import WorkflowError
-    from weave_sdk.views import OperationInfo, PollRoundInfo, SignalInfo, WaitInfo
+    from weave_sdk.views import (
+        HistoryTaskEvent,
+        OperationInfo,
+        PollRoundInfo,
+        SignalInfo,
+        WaitInfo,
+    )
     from weave_sdk.workflows import WorkflowDescription
 
 
@@ -68,6 +74,12 @@ def render_waits(view: WorkflowDescription, out: TextIO) -> None:
             print(title, file=out)
         return present
 
+    if section("waiting for", bool(view.wait_reasons)):
+        for r in view.wait_reasons:
+            seen = "never" if r.last_seen_at is None else _when(r.last_seen_at)
+            print(f"  {r.reason}: task {r.task_id} of step {r.step_id} waits for "
+                  f"{r.handler}@{r.handler_version} on queue {r.queue}; no worker asked for "
+                  f"it in the last {r.window_seconds} s (last seen: {seen})", file=out)
     if section("signals", bool(view.signals)):
         render_signals(view.signals, out)
     if section("waits", bool(view.waits)):
@@ -98,6 +110,31 @@ def render_task_errors(view: WorkflowDescription, out: TextIO) -> None:
                 print(f"    {line}", file=out)
 
 
+def render_attempts(view: WorkflowDescription, out: TextIO) -> None:
+    """``weave show --attempts``: every attempt of every task, in task order."""
+    print(file=out)
+    print("attempts", file=out)
+    table(["TASK", "NO", "WORKER", "STARTED", "LEASE", "HEARTBEAT", "ENDED", "OUTCOME",
+           "ERROR"], [
+        [t.task_id, str(a.attempt_no), a.worker_id, _when(a.started_at),
+         _when(a.lease_expires_at), _when(a.last_heartbeat_at), _when(a.ended_at),
+         a.outcome or "running", _cell(a.error)]
+        for t in view.tasks for a in t.attempts
+    ], out)
+
+
+def render_task_events(events: Sequence[HistoryTaskEvent], out: TextIO) -> None:
+    """After ``weave show --history``: what happened to tasks without a transition."""
+    if not events:
+        return
+    print(file=out)
+    print("task events", file=out)
+    table(["TIME", "KIND", "STEP", "TASK", "ATTEMPT", "DETAIL"], [
+        [_when(e.occurred_at), e.kind, e.step_id, e.task_id, e.attempt_id or "-",
+         _cell(e.payload)] for e in events
+    ], out)
+
+
 def render_failure(exc: WorkflowError, out: TextIO) -> None:
     """``step``, ``handler``, ``attempts``, ``error`` and ``review reason`` lines, when known."""
     lines = [("step", exc.step_id),
@@ -113,5 +150,5 @@ def render_failure(exc: WorkflowError, out: TextIO) -> None:
             print(f"  {name}: {value}", file=out)
 
 
-__all__ = ["render_failure", "render_signals", "render_task_errors", "render_waits",
-           "signal_match"]
+__all__ = ["render_attempts", "render_failure", "render_signals", "render_task_errors",
+           "render_task_events", "render_waits", "signal_match"]

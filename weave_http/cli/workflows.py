@@ -167,21 +167,31 @@ def _show(client: Client, args: argparse.Namespace, out: TextIO, err: TextIO) ->
         workflow_id = found.workflow_id
     view = client.get_workflow(workflow_id)
     events = client.history(workflow_id) if args.history else None
+    task_events = client.history_task_events(workflow_id) if args.history else None
     if args.json:
         document: dict[str, Any] = {"workflow": _plain(view)}
         if events is not None:
             document["history"] = _plain(events)
+            document["task_events"] = _plain(task_events)
         print(dumps(document), file=out)
         return 0
     render_description(view, out)
-    from weave_http.cli.views import render_task_errors, render_waits
+    from weave_http.cli.views import (
+        render_attempts,
+        render_task_errors,
+        render_task_events,
+        render_waits,
+    )
 
+    if args.attempts:
+        render_attempts(view, out)
     render_waits(view, out)
     render_task_errors(view, out)
     if events is not None:
         print(file=out)
         print("history", file=out)
         render_history(events, out)
+        render_task_events(task_events or [], out)
     return 0
 
 
@@ -287,7 +297,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                       help="find the instance by the idempotency key it was started with")
     show.add_argument("--operation-type", default=None, metavar="TYPE",
                       help="with --key: the idempotency scope (default start)")
-    show.add_argument("--history", action="store_true", help="also print the history")
+    show.add_argument("--history", action="store_true", help="also print the history "
+                      "(with lease expiries, retries and refused reports of its tasks)")
+    show.add_argument("--attempts", action="store_true",
+                      help="also print every attempt of every task")
     _connection_options(show)
     show.set_defaults(func=_bind(_show))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel
 from starlette.requests import Request
@@ -21,15 +21,46 @@ from weave_core.engine import Engine
 from weave_core.identity import Permission, Principal
 from weave_http.auth import require_permission
 
+QUERY_READ_KEY: Final = "weave.query_read"
+"""Where a request's scope records the query parameters its endpoint read (a test compares
+them with the OpenAPI document's)."""
+
+
+class Query:
+    """The query parameters of one request, as far as its operation declared them.
+
+    Endpoints read their query only through this: asking for a parameter the route does not
+    declare is a bug (``AssertionError``, a 500), so the OpenAPI document, built from the
+    same declaration, lists every parameter a route reads.
+    """
+
+    def __init__(self, request: Request, declared: frozenset[str]) -> None:
+        self._params = request.query_params
+        self._declared = declared
+        self._read: set[str] = request.scope.setdefault(QUERY_READ_KEY, set())
+
+    def get(self, name: str) -> str | None:
+        if name not in self._declared:
+            raise AssertionError(f"query parameter {name!r} is not declared by its route")
+        self._read.add(name)
+        return self._params.get(name)
+
 
 @dataclass(frozen=True)
 class Context:
-    """What an endpoint gets besides the request: the engine, and for a protected route
-    the authenticated caller and the (authorised) namespace of the path."""
+    """What an endpoint gets besides the request: the engine, for a protected route the
+    authenticated caller and the (authorised) namespace of the path, and the declared
+    query parameters."""
 
     engine: Engine
     principal: Principal | None = None
     namespace: str | None = None
+    query: Query | None = None
+
+    def q(self, name: str) -> str | None:
+        """The query parameter ``name`` (it must be declared by the route)."""
+        assert self.query is not None, "no request"
+        return self.query.get(name)
 
     def require_principal(self) -> tuple[Principal, str]:
         assert self.principal is not None and self.namespace is not None, "public route"
@@ -71,18 +102,21 @@ class ApiRoute:
 
 def _wrap(route: ApiRoute, engine: Engine) -> Callable[[Request], Awaitable[Response]]:
     permission = route.permission
+    declared = frozenset(q.name for q in route.query)
 
     if permission is None:
 
         async def public(request: Request) -> Response:
-            return await route.endpoint(request, Context(engine))
+            return await route.endpoint(request, Context(engine,
+                                                         query=Query(request, declared)))
 
         return public
 
     async def protected(request: Request) -> Response:
         namespace = str(request.path_params["ns"])
         principal = await require_permission(request, engine, namespace, permission)
-        return await route.endpoint(request, Context(engine, principal, namespace))
+        return await route.endpoint(request, Context(engine, principal, namespace,
+                                                     Query(request, declared)))
 
     return protected
 
@@ -122,6 +156,7 @@ def all_api_routes() -> tuple[ApiRoute, ...]:
         handlers,
         health,
         signals,
+        task_records,
         tasks,
         workflows,
     )
@@ -129,8 +164,11 @@ def all_api_routes() -> tuple[ApiRoute, ...]:
     return (
         health.API_ROUTES + openapi.API_ROUTES + definitions.API_ROUTES + tasks.API_ROUTES
         + handlers.API_ROUTES + workflows.API_ROUTES + signals.API_ROUTES
-        + controls.API_ROUTES
+        + controls.API_ROUTES + task_records.API_ROUTES
     )
 
 
-__all__ = ["ApiRoute", "Context", "Endpoint", "QueryParam", "all_api_routes", "starlette_routes"]
+__all__ = [
+    "QUERY_READ_KEY", "ApiRoute", "Context", "Endpoint", "Query", "QueryParam", "all_api_routes",
+    "starlette_routes",
+]

@@ -5,16 +5,22 @@ misspelt handler would otherwise wait PENDING in silence). What was seen is kept
 by each engine process — a dict entry written per claim request, no database work on the
 claim path — so the answer covers the workers that claimed from this process since it
 started (with several processes, from the one answering). It informs; it never refuses.
+
+The same claims feed the process's ``Sightings`` (``weave_core.dispatch.sightings``): at
+most every few seconds a thread of the pool writes them to the database, off the request
+path, for ``GET …/queues/{queue}`` and the ``handler_unavailable`` wait reason.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Iterable
 
 from starlette.requests import Request
 from starlette.responses import Response
 
+from weave_core.dispatch.sightings import Sightings
 from weave_core.identity import Permission
 from weave_http.models import SeenHandler, SeenHandlerList, json_response
 from weave_http.routes import ApiRoute, Context
@@ -37,12 +43,30 @@ def _seen(request: Request) -> dict[_Key, str]:
     return seen
 
 
+def sightings(request: Request) -> Sightings:
+    """The application's buffer of worker sightings (on ``app.state``, one per app)."""
+    state = request.app.state
+    found: Sightings | None = getattr(state, "sightings", None)
+    if found is None:
+        with _lock:
+            found = getattr(state, "sightings", None)
+            if found is None:
+                found = state.sightings = Sightings()
+    return found
+
+
 def note_claim(request: Request, namespace: str, queue: str, worker_id: str,
                handlers: Iterable[tuple[str, str]]) -> None:
-    """Record that ``worker_id`` claims ``handlers`` on ``queue`` (a dict write per pair)."""
+    """Record that ``worker_id`` claims ``handlers`` on ``queue`` (a dict write per pair);
+    when the sightings are due, write them from a pool thread without waiting for it."""
+    pairs = list(handlers)
     seen = _seen(request)
-    for name, version in handlers:
+    for name, version in pairs:
         seen[(namespace, queue, name, version)] = worker_id
+    buffer = sightings(request)
+    if buffer.note(namespace, queue, worker_id, pairs):
+        asyncio.get_running_loop().run_in_executor(None, buffer.flush,
+                                                   request.app.state.engine.db)
 
 
 async def list_seen(request: Request, ctx: Context) -> Response:
@@ -64,4 +88,4 @@ API_ROUTES: tuple[ApiRoute, ...] = (
     ),
 )
 
-__all__ = ["API_ROUTES", "note_claim"]
+__all__ = ["API_ROUTES", "note_claim", "sightings"]

@@ -33,6 +33,7 @@ from weave_core.dispatch import (
     set_namespace_quota,
     set_queue_capacity,
 )
+from weave_core.dispatch.sightings import seen_in_queue
 from weave_core.errors import Problem, ValidationError
 from weave_core.identity import Permission
 from weave_core.runtime.step import ClaimNext, complete_step
@@ -50,7 +51,9 @@ from weave_http.models import (
     HeartbeatRequest,
     HeartbeatResponse,
     QueueCapacityRequest,
+    QueueDetail,
     QueueModel,
+    QueueWorker,
     QuotaModel,
     QuotaRequest,
     TaskModel,
@@ -216,9 +219,11 @@ async def read_queue(request: Request, ctx: Context) -> Response:
     _, namespace = ctx.require_principal()
     db = ctx.engine.db
     queue = str(request.path_params["queue"])
-    state = await run_in_threadpool(lambda: db.read(lambda c: get_queue(c, namespace, queue)))
-    return json_response(QueueModel(name=state.name, capacity=state.capacity,
-                                    outstanding=state.outstanding))
+    state, seen = await run_in_threadpool(lambda: db.read(
+        lambda c: (get_queue(c, namespace, queue), seen_in_queue(c, namespace, queue))))
+    return json_response(QueueDetail(name=state.name, capacity=state.capacity,
+                                     outstanding=state.outstanding,
+                                     workers=[QueueWorker(**w) for w in seen]))
 
 
 async def put_quota(request: Request, ctx: Context) -> Response:
@@ -266,7 +271,8 @@ API_ROUTES: tuple[ApiRoute, ...] = (
              Permission.ADMIN, {200: (QueueModel, "the queue")},
              errors=(400, 415, 422), request_model=QueueCapacityRequest, tags=_TAGS),
     ApiRoute("GET", QUEUE, read_queue, "getQueue", "Read a queue's capacity and usage",
-             Permission.READ, {200: (QueueModel, "the queue")}, tags=_TAGS),
+             Permission.READ, {200: (QueueDetail, "the queue and the workers seen")},
+             tags=_TAGS),
     ApiRoute("PUT", QUOTA, put_quota, "setNamespaceQuota",
              "Set the namespace's quota of outstanding tasks", Permission.ADMIN,
              {200: (QuotaModel, "the quota")}, errors=(400, 415, 422),

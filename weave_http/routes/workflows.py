@@ -17,9 +17,11 @@ from weave_core.errors import Problem, ValidationError
 from weave_core.identity import Permission
 from weave_core.runtime import InstanceStatus, StartRequest, start_workflow
 from weave_core.runtime.admission import DEFAULT_OPERATION_TYPE
+from weave_core.runtime.history import MAX_HISTORY_PAGE
 from weave_core.runtime.outcomes import MAX_WAIT_S, wait_outcome
 from weave_core.runtime.reads import (
     DEFAULT_LIST_LIMIT,
+    MAX_LIST_LIMIT,
     ListFilter,
     describe_instance,
     list_instances,
@@ -50,30 +52,44 @@ def _bad_query(name: str, message: str) -> ValidationError:
 
 def utc_time(raw: str) -> datetime:
     """An ISO 8601 / RFC 3339 time as naive UTC (an offset is converted, none means UTC);
-    ``ValueError`` when it is not one. The API's and the console's list filters."""
+    ``ValueError`` when it is not one, or when it falls outside years 1-9999 once converted
+    to UTC (``0001-01-01T00:00:00+14:00``). The API's and the console's list filters."""
     value = datetime.fromisoformat(raw.replace("Z", "+00:00"))
     if value.tzinfo is not None:
-        value = value.astimezone(UTC).replace(tzinfo=None)
+        try:
+            value = value.astimezone(UTC).replace(tzinfo=None)
+        except OverflowError:
+            raise ValueError("the time is outside years 1-9999 in UTC") from None
     return value
 
 
-def _time(request: Request, name: str) -> datetime | None:
-    raw = request.query_params.get(name)
+def ascii_int(raw: str, max_digits: int = 9) -> int | None:
+    """``raw`` as a non-negative integer when it is 1 to ``max_digits`` ASCII digits, else
+    None: ``str.isdigit`` also accepts "²" and "١٢", which ``int`` refuses or reads as 12."""
+    if not 1 <= len(raw) <= max_digits or not raw.isascii() or not raw.isdigit():
+        return None
+    return int(raw)
+
+
+def _time(ctx: Context, name: str) -> datetime | None:
+    raw = ctx.q(name)
     if raw is None:
         return None
     try:
         return utc_time(raw)
     except ValueError:
-        raise _bad_query(name, "an RFC 3339 time, e.g. 2025-01-31T12:00:00Z") from None
+        raise _bad_query(name, "an RFC 3339 time from year 1 to 9999, e.g. "
+                         "2025-01-31T12:00:00Z") from None
 
 
-def _int(request: Request, name: str, default: int) -> int:
-    raw = request.query_params.get(name)
+def _int(ctx: Context, name: str, default: int) -> int:
+    raw = ctx.q(name)
     if raw is None:
         return default
-    if not raw.isdigit() or len(raw) > 9:
-        raise _bad_query(name, "a non-negative integer")
-    return int(raw)
+    value = ascii_int(raw)
+    if value is None:
+        raise _bad_query(name, "a non-negative integer of ASCII digits")
+    return value
 
 
 async def start(request: Request, ctx: Context) -> Response:
@@ -88,10 +104,9 @@ async def start(request: Request, ctx: Context) -> Response:
                          201 if result.created else 200)
 
 
-def _key_filter(request: Request) -> dict[str, str]:
+def _key_filter(ctx: Context) -> dict[str, str]:
     """``idempotency_key`` (with ``operation_type``, default ``start``): find by business key."""
-    q = request.query_params
-    key, operation_type = q.get("idempotency_key"), q.get("operation_type")
+    key, operation_type = ctx.q("idempotency_key"), ctx.q("operation_type")
     if key is None:
         if operation_type is not None:
             raise _bad_query("operation_type", "only with idempotency_key")
@@ -105,32 +120,32 @@ def _key_filter(request: Request) -> dict[str, str]:
 
 async def list_all(request: Request, ctx: Context) -> Response:
     _, namespace = ctx.require_principal()
-    q = request.query_params
-    status = q.get("status")
+    q = ctx.q
+    status = q("status")
     if status is not None and status not in {s.value for s in InstanceStatus}:
         raise _bad_query("status", "one of " + ", ".join(s.value for s in InstanceStatus))
-    paused = q.get("paused")
+    paused = q("paused")
     if paused is not None and paused not in ("true", "false"):
         raise _bad_query("paused", "true or false")
     filters = ListFilter(
         status=None if status is None else InstanceStatus(status),
-        definition_id=q.get("definition_id"),
-        version=q.get("version"),
+        definition_id=q("definition_id"),
+        version=q("version"),
         paused=None if paused is None else paused == "true",
-        created_after=_time(request, "created_after"),
-        created_before=_time(request, "created_before"),
-        **_key_filter(request),
+        created_after=_time(ctx, "created_after"),
+        created_before=_time(ctx, "created_before"),
+        **_key_filter(ctx),
     )
     views, cursor = await run_in_threadpool(
-        list_instances, ctx.engine.db, namespace, filters, cursor=q.get("cursor"),
-        limit=_int(request, "limit", DEFAULT_LIST_LIMIT),
+        list_instances, ctx.engine.db, namespace, filters, cursor=q("cursor"),
+        limit=_int(ctx, "limit", DEFAULT_LIST_LIMIT),
     )
     return json_response(WorkflowList(items=[WorkflowModel(**v.to_json()) for v in views],
                                       next_cursor=cursor))
 
 
-def _wait_seconds(request: Request) -> float:
-    raw = request.query_params.get("wait_seconds")
+def _wait_seconds(ctx: Context) -> float:
+    raw = ctx.q("wait_seconds")
     if raw is None:
         return 0.0
     try:
@@ -148,7 +163,7 @@ def _stamp(value: datetime | None) -> str | None:
 
 async def result(request: Request, ctx: Context) -> Response:
     _, namespace = ctx.require_principal()
-    wait = _wait_seconds(request)
+    wait = _wait_seconds(ctx)
     outcome = await wait_outcome(ctx.engine.db, namespace,
                                  str(request.path_params["workflow_id"]), wait)
     return json_response(WorkflowResult(
@@ -169,12 +184,41 @@ async def one(request: Request, ctx: Context) -> Response:
 
 async def history(request: Request, ctx: Context) -> Response:
     _, namespace = ctx.require_principal()
+    task_events: list[dict[str, Any]] = []
     items, cursor = await run_in_threadpool(
         read_history, ctx.engine.db, namespace, str(request.path_params["workflow_id"]),
-        after_revision=_int(request, "after", 0), limit=_int(request, "limit", 100),
+        after_revision=_int(ctx, "after", 0), limit=_int(ctx, "limit", 100),
+        task_events=task_events,
     )
-    return json_response(WorkflowHistory(items=items, next_cursor=cursor))
+    return json_response(WorkflowHistory(items=items, next_cursor=cursor,
+                                         task_events=task_events))
 
+
+_TIME = {"type": "string", "format": "date-time"}
+_TEXT = {"type": "string", "minLength": 1}
+LIST_QUERY: tuple[QueryParam, ...] = (
+    QueryParam("status", {"type": "string", "enum": [s.value for s in InstanceStatus]},
+               "only instances in this status"),
+    QueryParam("definition_id", _TEXT, "only instances of this definition"),
+    QueryParam("version", _TEXT, "only instances pinned to this version"),
+    QueryParam("paused", {"type": "string", "enum": ["true", "false"]},
+               "only paused (true) or unpaused (false) instances"),
+    QueryParam("created_after", _TIME, "only instances created at or after this time"),
+    QueryParam("created_before", _TIME, "only instances created before this time"),
+    QueryParam("idempotency_key", {"type": "string", "minLength": 1, "maxLength": 255},
+               "the instance started with this idempotency key (find by business key)"),
+    QueryParam("operation_type", {"type": "string", "minLength": 1, "maxLength": 64},
+               "with idempotency_key: its operation type (default start)"),
+    QueryParam("cursor", _TEXT, "a next_cursor of the previous page, unchanged"),
+    QueryParam("limit", {"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT,
+                         "default": DEFAULT_LIST_LIMIT}, "instances per page"),
+)
+HISTORY_QUERY: tuple[QueryParam, ...] = (
+    QueryParam("after", {"type": "integer", "minimum": 0, "default": 0},
+               "only revisions after this one (a next_cursor of the previous page)"),
+    QueryParam("limit", {"type": "integer", "minimum": 1, "maximum": MAX_HISTORY_PAGE,
+                         "default": 100}, "transitions per page"),
+)
 
 API_ROUTES: tuple[ApiRoute, ...] = (
     ApiRoute(
@@ -191,7 +235,7 @@ API_ROUTES: tuple[ApiRoute, ...] = (
         "created_after, created_before, idempotency_key with operation_type; cursor, limit)",
         permission=Permission.READ,
         responses={200: (WorkflowList, "instances, newest first")},
-        errors=(422,), tags=("workflows",),
+        errors=(422,), tags=("workflows",), query=LIST_QUERY,
     ),
     ApiRoute(
         method="GET", path=WORKFLOW, endpoint=one, operation_id="getWorkflow",
@@ -215,8 +259,8 @@ API_ROUTES: tuple[ApiRoute, ...] = (
         summary="The ordered history: transitions with their audit entries (after, limit)",
         permission=Permission.READ,
         responses={200: (WorkflowHistory, "transitions in revision order")},
-        errors=(422,), tags=("workflows",),
+        errors=(422,), tags=("workflows",), query=HISTORY_QUERY,
     ),
 )
 
-__all__ = ["API_ROUTES", "utc_time"]
+__all__ = ["API_ROUTES", "ascii_int", "utc_time"]

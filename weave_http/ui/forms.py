@@ -46,7 +46,7 @@ class Form:
 
     def integer(self, name: str) -> int:
         raw = (self._fields.get(name) or "").strip()
-        if not raw.isdigit() or len(raw) > 9:
+        if not raw.isascii() or not raw.isdigit() or len(raw) > 9:
             raise ValidationError(f"{name} must be a non-negative integer",
                                   [Problem(f"$.{name}", "invalid_field", "a whole number")])
         return int(raw)

@@ -118,7 +118,7 @@ async def instance_page(request: Request, engine: Engine, session: Session) -> R
     wid = str(request.path_params["workflow_id"])
     selected = request.query_params.get("step") or None
     after = request.query_params.get("after", "0")
-    if not after.isdigit() or len(after) > 15:
+    if not after.isascii() or not after.isdigit() or len(after) > 15:
         raise _bad("after", "a revision number")
 
     def _read() -> tuple[dict[str, Any], Any, list[dict[str, Any]], int | None,

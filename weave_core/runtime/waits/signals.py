@@ -52,6 +52,7 @@ from weave_core.runtime.history import History
 from weave_core.runtime.instances import TERMINAL, InstanceStatus, iso, load_json, new_operation_id
 from weave_core.runtime.pending import PendingKind, schedule_txn
 from weave_core.runtime.snapshot import LockedInstance
+from weave_core.runtime.waits.declared import require_declared_txn
 from weave_core.runtime.waits.locking import (
     lock_bound_signals,
     lock_matching_signal,
@@ -262,6 +263,7 @@ def accept_signal(engine: Engine, namespace: str, instance_id: str, request: Sig
             raise WorkflowSettledError(
                 f"workflow {instance_id!r} is {inst.status}: no wait can consume a signal",
                 details={"workflow_id": instance_id, "status": inst.status})
+        require_declared_txn(conn, engine, inst, request.name, request.param_version)
         limit = engine.limits.max_unmatched_signals
         if unmatched_count(conn, instance_id) >= limit:
             raise SignalBacklogFullError(

@@ -1,0 +1,56 @@
+"""Which signals an instance can ever consume: its pinned definition's declarations.
+
+A signal is declared by a ``signal`` step (``name``, ``param_version``) or by a poll step's
+``receipt`` (same two fields), anywhere in the step tree. A signal no declaration names
+could only sit in the instance's backlog until it expires, so it is refused before
+anything is stored (422 ``signal_not_declared``): junk cannot fill the backlog.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from weave_core.engine import Engine
+from weave_core.errors import Problem, ValidationError
+from weave_core.program import Program
+from weave_core.runtime.programs import programs
+
+
+class SignalNotDeclaredError(ValidationError):
+    """No ``signal`` step or poll ``receipt`` of the pinned version declares this signal."""
+
+    code = "signal_not_declared"
+
+
+def declared_signals(program: Program) -> frozenset[tuple[str, str]]:
+    """The (name, param_version) pairs the program's signal steps and receipts declare."""
+    found: set[tuple[str, str]] = set()
+    for step_id in program.step_ids():
+        config: Any = program.config(step_id)
+        if program.kind_of(step_id) == "signal":
+            found.add((str(config.name), str(config.param_version)))
+        receipt = getattr(config, "receipt", None)
+        if receipt is not None:
+            found.add((str(receipt.name), str(receipt.param_version)))
+    return frozenset(found)
+
+
+def require_declared_txn(conn: Connection, engine: Engine, inst: Any, name: str,
+                         param_version: str) -> None:
+    """Refuse a signal the instance's pinned version does not declare (a plain read of
+    the definition on a program-cache miss; no lock)."""
+    program = programs(engine).get(conn, inst.namespace, inst.definition_id, inst.version)
+    declared = declared_signals(program)
+    if (name, param_version) in declared:
+        return
+    names = sorted({f"{n}@{v}" for n, v in declared})
+    raise SignalNotDeclaredError(
+        f"no signal step or poll receipt of {inst.definition_id!r} version "
+        f"{inst.version!r} declares signal {name!r} (param_version {param_version!r})",
+        [Problem("$.name", "signal_not_declared",
+                 "declared: " + (", ".join(names) if names else "none"))])
+
+
+__all__ = ["SignalNotDeclaredError", "declared_signals", "require_declared_txn"]
