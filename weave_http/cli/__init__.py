@@ -21,7 +21,7 @@ from typing import Any
 # Command groups, in the order ``weave --help`` lists them. Each is a module of this package.
 COMMAND_MODULES: tuple[str, ...] = (
     "serve", "admin", "queues", "publish", "workflows", "signals", "controls", "worker",
-    "demo", "bench",
+    "demo", "bench", "check",
 )
 
 # Every command: (its module, its help line). Only the module of the command run is imported.
@@ -45,6 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "worker": ("worker", "run an SDK worker (module:attribute)"),
     "demo": ("demo", "run the end-to-end demo on a throw-away SQLite database"),
     "bench": ("bench", "measure performance as ratios to this machine's calibration"),
+    "check": ("check", "report every violation of the invariants I1-I7 in a database"),
 }
 
 # Commands that talk to a server through the SDK: they must not import the engine.
