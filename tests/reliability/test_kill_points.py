@@ -13,6 +13,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -133,3 +134,9 @@ def test_kill_9_at_a_labelled_point_loses_nothing_and_records_once(
 @pytest.mark.parametrize("point", POINTS)
 def test_kill_9_with_more_in_flight(engines: Engines, own_db: Database, point: str) -> None:
     _kill_run(engines, own_db, point, instances=40, long=True)
+
+
+def test_every_kill_point_is_documented_and_tested() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "reliability.md").read_text()
+    assert [p for p in POINTS if f"| `{p}` |" not in doc] == []
+    assert set(CASES) == set(POINTS)
