@@ -140,8 +140,8 @@ def changed_snapshots(conn: Connection, ctx: CheckContext) -> list[Violation]:
         FROM weave_inbox b
         WHERE b.namespace = :ns
           AND (COALESCE({task}, '') <> b.source_task_id
-               OR COALESCE(CAST({revision} AS SIGNED), -1) <> b.source_revision)
-        ORDER BY b.id""".replace("SIGNED", "SIGNED" if ctx.dialect == "mysql" else "INTEGER"))
+               OR COALESCE(CAST({revision} AS {ctx.integer}), -1) <> b.source_revision)
+        ORDER BY b.id""")
     return [Violation("I3", "snapshot_changed", ctx.namespace, "inbox", str(r["id"]),
                       f"snapshot names {r['task_id']} revision {r['revision']}, the row "
                       f"{r['source_task_id']} revision {r['source_revision']}", {})

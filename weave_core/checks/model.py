@@ -50,6 +50,11 @@ class CheckContext:
         function = "JSON_VALUE" if self.dialect == "mysql" else "json_extract"
         return f"{function}({column}, '{path}')"
 
+    @property
+    def integer(self) -> str:
+        """The SQL type a CAST to an integer names."""
+        return "SIGNED" if self.dialect == "mysql" else "INTEGER"
+
 
 Finder = Callable[[Connection, CheckContext], list[Violation]]
 
