@@ -4,7 +4,8 @@ the test did (weave_core.checks on the test's real database).
 ``assert_invariants(url_or_db, namespaces)`` runs the check and fails with its lines.
 ``invariants_hold`` is the fixture the family conftests make autouse: it notes the
 namespaces of the session MariaDB database before the test, and after it checks the new
-ones, and every namespace of the test's SQLite file if it made one.
+ones, the namespace of the live server's database (``weave_server``) if the test used it,
+and every namespace of the test's SQLite file if it made one.
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ def invariants_hold(request: pytest.FixtureRequest, mysql_db: Database,
                     tmp_path: Path) -> Iterator[None]:
     """After the test, ``weave check`` is clean for every namespace it created."""
     before = _names(mysql_db)
+    # the live server's namespace, taken now so that it is torn down after this check
+    live = (request.getfixturevalue("weave_server")
+            if "weave_server" in request.fixturenames else None)
     yield
     marker = request.node.get_closest_marker("check_skip")
     skip: tuple[str, ...] = () if marker is None else marker.args
@@ -57,6 +61,8 @@ def invariants_hold(request: pytest.FixtureRequest, mysql_db: Database,
     created = _names(mysql_db) - before
     if created:
         assert_invariants(mysql_db, created, skip=skip)
+    if live is not None:  # the live server's database of its own
+        assert_invariants(live.db, [live.namespace], skip=skip)
     for path in tmp_path.glob("*.db"):
         url = f"sqlite:///{path}"
         sqlite = Database.from_url(url, pool_size=1)

@@ -67,7 +67,7 @@ def _run(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     """Add ``check`` to the ``weave`` command."""
     parser = subparsers.add_parser(
-        "check", help="report every violation of the invariants I1-I7",
+        "check", help="report every violation of the invariants I1-I7 in a database",
         description="Read the database and report every violation of the invariants I1-I7 "
         "(exit 1 if there is any). Only reads: safe on a live database.")
     parser.add_argument("--database-url", default=None, metavar="URL",
