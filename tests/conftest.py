@@ -15,6 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pymysql
 import pytest
 
+from tests.invariants import invariants_hold  # noqa: F401  shared fixture
 from tests.live_server import (  # noqa: F401  shared fixtures
     live_database,
     weave_server,
@@ -94,6 +95,16 @@ def opened_database(url: str) -> Iterator[Database]:
     db = Database.from_url(url)
     yield db
     db.dispose()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Keep the call phase's report on the item (``invariants_hold`` skips the check after
+    a test that already failed)."""
+    report = yield
+    if report.when == "call":
+        item.rep_call = report  # type: ignore[attr-defined]
+    return report
 
 
 @pytest.fixture(scope="session")

@@ -27,3 +27,8 @@ def mysql_db(mysql_url: str) -> Iterator[Database]:
 @pytest.fixture
 def engine(mysql_db: Database, plugin_host: PluginHost) -> Engine:
     return make_engine(mysql_db, plugin_host)
+
+
+@pytest.fixture(autouse=True)
+def _ends_with_weave_check(invariants_hold: None) -> None:
+    """Every test of this family ends with ``weave check`` clean (tests/invariants.py)."""

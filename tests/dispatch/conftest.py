@@ -70,3 +70,8 @@ def audit_actions(db: Database, ns: str, task_id: str) -> list[str]:
 def event_types(db: Database, task_id: str) -> list[str]:
     return [r["event_type"] for r in rows(
         db, "SELECT event_type FROM weave_task_events WHERE task_id=:t ORDER BY id", t=task_id)]
+
+
+@pytest.fixture(autouse=True)
+def _ends_with_weave_check(invariants_hold: None) -> None:
+    """Every test of this family ends with ``weave check`` clean (tests/invariants.py)."""

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.handlers import QUEUE, build_worker
+from tests.invariants import assert_invariants
 from tests.live_server import LiveServer, start_server
 from weave_core.db import Database
 from weave_core.identity import Permission, create_namespace, create_token
@@ -103,3 +104,9 @@ def sqlite_e2e(sqlite_server: tuple[str, str]) -> Iterator[E2E]:
     env = E2E(base_url, token, namespace, Client(base_url, token, namespace))
     yield env
     env.close()
+    assert_invariants(url, [namespace])  # the server's SQLite file is the module's
+
+
+@pytest.fixture(autouse=True)
+def _ends_with_weave_check(invariants_hold: None) -> None:
+    """Every test of this family ends with ``weave check`` clean (tests/invariants.py)."""

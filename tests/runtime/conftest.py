@@ -42,3 +42,8 @@ def engine(mysql_db: Database, plugin_host: PluginHost) -> Engine:
 @pytest.fixture
 def any_engine(any_db: Database, plugin_host: PluginHost) -> Engine:
     return make_engine(any_db, plugin_host)
+
+
+@pytest.fixture(autouse=True)
+def _ends_with_weave_check(invariants_hold: None) -> None:
+    """Every test of this family ends with ``weave check`` clean (tests/invariants.py)."""

@@ -70,6 +70,9 @@ def test_processed_or_quarantined_row_seen_again_changes_nothing(any_engine: Eng
     assert len(tasks_of(engine, wid)) == 2
 
 
+# weave check would rightly report what this test builds by hand:
+# a recovery faked by SQL: a second ACTIVE activation with no task
+@pytest.mark.check_skip("I1", "I2")
 def test_stale_activation_is_acknowledged_and_current_work_untouched(engine: Engine) -> None:
     ns, wid = _two_steps(engine)
     (claimed,) = work(engine, ns, handlers=["a"])
@@ -94,6 +97,9 @@ def test_stale_activation_is_acknowledged_and_current_work_untouched(engine: Eng
     assert transitions_of(engine, wid)[-1].reason == "stale_activation"
 
 
+# weave check would rightly report what this test builds by hand:
+# a result revision faked by SQL: the step waits on a settled task
+@pytest.mark.check_skip("I1")
 def test_lower_revision_is_acknowledged(engine: Engine) -> None:
     ns, wid = _two_steps(engine)
     (claimed,) = work(engine, ns, handlers=["a"])
@@ -104,6 +110,9 @@ def test_lower_revision_is_acknowledged(engine: Engine) -> None:
     assert steps(engine, wid)["a"].phase == "ACTIVE"
 
 
+# weave check would rightly report what this test builds by hand:
+# a task revision faked by SQL, with no status event
+@pytest.mark.check_skip("I4")
 def test_settled_step_keeps_another_historical_result_as_history(engine: Engine) -> None:
     ns, wid = _two_steps(engine)
     (claimed,) = work(engine, ns, handlers=["a"])

@@ -44,3 +44,8 @@ def any_engine(any_db: Database, plugin_host: PluginHost) -> Iterator[Engine]:
     """The same test on MariaDB and on the embedded SQLite default."""
     yield make_engine(any_db, plugin_host)
     set_clock_offset(any_db, 0)
+
+
+@pytest.fixture(autouse=True)
+def _ends_with_weave_check(invariants_hold: None) -> None:
+    """Every test of this family ends with ``weave check`` clean (tests/invariants.py)."""

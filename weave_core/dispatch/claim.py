@@ -35,6 +35,7 @@ from weave_core.dispatch.model import (
 from weave_core.dispatch.timing import lease_seconds, lease_until
 from weave_core.dispatch.wakeup import hub_for
 from weave_core.errors import Problem, ValidationError
+from weave_core.faults import fault_point
 from weave_core.limits import DEFAULT_LIMITS, Limits
 from weave_core.locks import lock_claimable_tasks
 from weave_core.schema import weave_task_attempts, weave_task_events, weave_tasks
@@ -155,6 +156,8 @@ def claim(
                          handler_keys=keys, max_tasks=max_tasks, now=db.now(conn))
 
     claimed, expired = db.transaction(_claim, name="dispatch_claim")
+    if claimed:
+        fault_point("claim.after_commit")  # claimed, the worker not yet answered
     settle_expired(db, namespace, queue, expired, actor=actor, limits=limits)
     if expired and len(claimed) < max_tasks:
         claimed += claim(db, namespace=namespace, queue=queue, worker_id=worker_id,

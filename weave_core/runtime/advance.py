@@ -27,6 +27,7 @@ from weave_core.dispatch.model import TaskSpec
 from weave_core.dispatch.queues import under_ledger
 from weave_core.dispatch.tasks import create_task_txn
 from weave_core.engine import Engine
+from weave_core.faults import fault_point
 from weave_core.nodespec import (
     Command,
     EnterBlocks,
@@ -400,6 +401,8 @@ def advance_txn(
                 for decision in plan.decisions:
                     if _apply(conn, engine, li, history, program, decision, now):
                         completes_root, root_output = True, decision.output
+                if creates:
+                    fault_point("advance.in_savepoint")  # successors made, not released
         except (QueueFullError, QuotaExceededError) as exc:
             assert saved is not None  # only an activation raises these
             _restore(li, saved, history, mark)

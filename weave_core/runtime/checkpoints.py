@@ -29,6 +29,7 @@ from sqlalchemy.engine import Connection
 
 from weave_core.engine import Engine
 from weave_core.exactjson import JSON
+from weave_core.faults import fault_point
 from weave_core.locks import (
     holding,
     lock_activation,
@@ -283,6 +284,7 @@ def _run_batch_txn(conn: Connection, engine: Engine, batch: Sequence[Any]) -> li
                                       finished=int(r.id) in due)
                    for r in batch]
     changes.write(conn)
+    fault_point("tick.batch.mid")  # the batch's rows written, its history not yet
     histories.write(conn)
     return results
 

@@ -131,6 +131,7 @@ def complete_step(
                 continue
             except _Classic:
                 break
+            fault_point("step.after_commit")  # committed, the worker not yet answered
             if expired:
                 settle_expired(engine.db, namespace, queue, expired, actor=actor,
                                limits=engine.limits)
@@ -243,11 +244,12 @@ def _step_txn(
         # the status events go with them (appending ends inside deferring).
         with deferring(conn), appending(conn):
             if in_order:
-                return _locked_step(conn, engine, peek, None, namespace, task_id,
+                done = _locked_step(conn, engine, peek, None, namespace, task_id,
                                     attempt_id, report, actor, claim_next)
-            with capacity_ledger(conn, namespace) as ledger:
-                return _locked_step(conn, engine, peek, ledger, namespace, task_id,
-                                    attempt_id, report, actor, claim_next)
+            else:
+                with capacity_ledger(conn, namespace) as ledger:
+                    done = _locked_step(conn, engine, peek, ledger, namespace, task_id,
+                                        attempt_id, report, actor, claim_next)
     except DeferredWriteMismatch as exc:
         logger.info("step of task %s: %s; taking the classic path", task_id, exc)
         raise _Classic from exc
@@ -255,6 +257,8 @@ def _step_txn(
         if reruns_transaction(exc):  # sends each statement alone and answers as before
             raise
         raise _Classic from exc
+    fault_point("step.before_commit")  # every statement sent (the queue too), no COMMIT
+    return done
 
 
 def _locked_step(

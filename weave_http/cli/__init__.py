@@ -21,7 +21,7 @@ from typing import Any
 # Command groups, in the order ``weave --help`` lists them. Each is a module of this package.
 COMMAND_MODULES: tuple[str, ...] = (
     "serve", "admin", "queues", "publish", "workflows", "signals", "controls", "worker",
-    "demo", "bench", "export",
+    "demo", "bench", "export", "check",
 )
 
 # Every command: (its module, its help line). Only the module of the command run is imported.
@@ -46,6 +46,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("demo", "run the end-to-end demo on a throw-away SQLite database"),
     "bench": ("bench", "measure performance as ratios to this machine's calibration"),
     "export": ("export", "write one instance's complete record as JSON"),
+    "check": ("check", "report every violation of the invariants I1-I7 in a database"),
 }
 
 # Commands that talk to a server through the SDK: they must not import the engine.

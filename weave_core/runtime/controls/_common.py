@@ -19,6 +19,7 @@ from weave_core.dispatch.gates import set_gate_txn
 from weave_core.engine import Engine
 from weave_core.errors import NotFoundError
 from weave_core.exactjson import JSON
+from weave_core.faults import fault_point
 from weave_core.program import Program
 from weave_core.runtime.admission import read_instance
 from weave_core.runtime.consumer import consume_task_results
@@ -126,6 +127,7 @@ def run_operation(
         history = History(namespace, workflow_id, li.revision, operation_id, now)
         program = programs(engine).get(conn, namespace, li.definition_id, li.version)
         applied = body(conn, li, history, program, now)
+        fault_point("control.mid")  # the operation applied, its history and row not yet
         history.write(conn, actor=actor, action=f"workflow.{kind.value}", metadata={
             "operation_id": operation_id, "kind": kind.value, "reason": reason,
             "expected_version": applied.expected_version, "step_id": applied.step_id,

@@ -45,6 +45,7 @@ from weave_core.errors import (
     ValidationError,
 )
 from weave_core.exactjson import JSON
+from weave_core.faults import fault_point
 from weave_core.locks import lock_instance, lock_namespace_shared
 from weave_core.nodespec import Fact, FactKind
 from weave_core.program import Program
@@ -285,6 +286,7 @@ def accept_signal(engine: Engine, namespace: str, instance_id: str, request: Sig
             state=SignalState.ACCEPTED, version=1, target_activation_id=target,
             consumed_by_activation_id=None, settled_at=None, reason=None,
         ))
+        fault_point("signal.accept.mid")  # the signal row sent, its delivery not yet
         pending_id = None
         if wait is not None:
             pending_id = schedule_txn(
