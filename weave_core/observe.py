@@ -13,6 +13,7 @@ formats of ``weave serve --log-format`` print.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import time
 from collections.abc import Sequence
@@ -39,6 +40,12 @@ logger = logging.getLogger("weave_core.workflows")
 
 _TERMINAL: Final = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
 _TXN_STARTED: Final = "weave_txn_started"  # weave_core.db.TXN_STARTED (no import cycle)
+
+
+REQUEST_IDS: Final[contextvars.ContextVar[dict[str, str] | None]] = contextvars.ContextVar(
+    "weave_request_ids", default=None)
+"""The ids of the request being served (its path's namespace, workflow, task): the log
+filter of ``weave serve`` adds them to every line logged while serving it."""
 
 
 def ids(namespace: str | None = None, workflow_id: str | None = None, *,
@@ -140,6 +147,7 @@ def queue_wait_txn(conn: Connection, queue: str, waited: timedelta) -> None:
 
 
 __all__ = [
+    "REQUEST_IDS",
     "engine_gap_txn", "ids", "note_deferred", "queue_wait_txn", "task_event_txn",
     "transitions_txn",
 ]

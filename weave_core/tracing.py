@@ -16,7 +16,7 @@ import contextlib
 import contextvars
 import hashlib
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 _NULL: Final = contextlib.nullcontext()
@@ -28,6 +28,11 @@ Attributes = Mapping[str, str | int | float | bool]
 
 def enabled() -> bool:
     return _tracer is not None
+
+
+def tracer() -> Any:
+    """The engine's tracer (None when off), for spans the HTTP layer starts itself."""
+    return _tracer
 
 
 def span(name: str, attributes: Attributes | None = None) -> contextlib.AbstractContextManager[
@@ -64,31 +69,29 @@ def task_created(task_id: str, attributes: Attributes) -> None:
     root.end()
 
 
-@contextlib.contextmanager
 def task_span(task_id: str, name: str, attributes: Attributes | None = None,
-              ) -> Iterator[Any]:
-    """A span in ``task_id``'s trace, child of its root, current for the block (yields
-    None when off)."""
+              ) -> contextlib.AbstractContextManager[Any]:
+    """A span in ``task_id``'s trace, child of its root, current for the block (a null
+    context when off)."""
     if _tracer is None:
-        yield None
-        return
+        return _NULL
     from opentelemetry import trace
 
     trace_id, root_id = task_ids(task_id)
     parent = trace.SpanContext(trace_id, root_id, is_remote=True,
                                trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED))
     context = trace.set_span_in_context(trace.NonRecordingSpan(parent))
-    with _tracer.start_as_current_span(
-        name, context=context, attributes={"weave.task_id": task_id, **(attributes or {})}
-    ) as current:
-        yield current
+    return _tracer.start_as_current_span(  # type: ignore[no-any-return]
+        name, context=context, attributes={"weave.task_id": task_id, **(attributes or {})})
 
 
-def traceparent(current: Any) -> str | None:
-    """The W3C ``traceparent`` of a span from :func:`task_span` (None when off)."""
-    if current is None:
+def claimed(task_id: str, attempt_id: str) -> str | None:
+    """After a claim committed: the claim's span in the task's trace, as the W3C
+    ``traceparent`` the worker continues (None when off)."""
+    if _tracer is None:
         return None
-    ctx = current.get_span_context()
+    with task_span(task_id, "weave.task.claimed", {"weave.attempt_id": attempt_id}) as span:
+        ctx = span.get_span_context()
     return f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{int(ctx.trace_flags):02x}"
 
 
@@ -155,6 +158,15 @@ def configure_from_env(environ: Mapping[str, str] | None = None) -> str:
 
 
 __all__ = [
-    "TracingUnavailable", "build_provider", "configure", "configure_from_env", "enabled",
-    "span", "task_created", "task_ids", "task_span", "traceparent",
+    "TracingUnavailable",
+    "build_provider",
+    "claimed",
+    "configure",
+    "configure_from_env",
+    "enabled",
+    "span",
+    "task_created",
+    "task_ids",
+    "task_span",
+    "tracer",
 ]

@@ -19,6 +19,7 @@ from starlette.routing import Route
 
 from weave_core.engine import Engine
 from weave_core.identity import Permission, Principal
+from weave_core.observe import REQUEST_IDS
 from weave_http.auth import require_permission
 
 QUERY_READ_KEY: Final = "weave.query_read"
@@ -100,6 +101,13 @@ class ApiRoute:
     """Query parameters the operation reads (documented, all optional)."""
 
 
+_ID_PARAMS = (("ns", "namespace"), ("workflow_id", "workflow_id"), ("task_id", "task"))
+
+
+def _request_ids(params: Mapping[str, Any]) -> dict[str, str]:
+    return {name: str(params[key]) for key, name in _ID_PARAMS if key in params}
+
+
 def _wrap(route: ApiRoute, engine: Engine) -> Callable[[Request], Awaitable[Response]]:
     permission = route.permission
     declared = frozenset(q.name for q in route.query)
@@ -114,6 +122,7 @@ def _wrap(route: ApiRoute, engine: Engine) -> Callable[[Request], Awaitable[Resp
 
     async def protected(request: Request) -> Response:
         namespace = str(request.path_params["ns"])
+        REQUEST_IDS.set(_request_ids(request.path_params))  # for the log lines it causes
         principal = await require_permission(request, engine, namespace, permission)
         return await route.endpoint(request, Context(engine, principal, namespace,
                                                      Query(request, declared)))
