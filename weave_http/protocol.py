@@ -7,8 +7,9 @@ and stops would hold its connection (and a slot of ``limit_concurrency``) for ev
 the first byte of a request) until its headers are complete, ``header_timeout`` seconds;
 from then until its body is complete, ``body_timeout`` seconds. A timer that fires closes
 the connection; a request whose body was cut off is answered by nothing (its handler sees
-the disconnect, ``weave_http.body``). Requests other clients send are never delayed: every
-connection is its own protocol object on the event loop.
+the disconnect, ``weave_http.body``), also when it was answered before its body was read
+(a 401). Between two requests uvicorn's keep-alive time-out applies. Requests other
+clients send are never delayed: every connection is its own protocol object on the loop.
 """
 
 from __future__ import annotations
@@ -59,10 +60,6 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def on_message_complete(self) -> None:
         super().on_message_complete()
         self._disarm()
-
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        self._disarm()  # idle from here: uvicorn's keep-alive timer takes over
 
     def _arm(self, seconds: float, what: str) -> None:
         self._disarm()
