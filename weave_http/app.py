@@ -7,8 +7,8 @@ the engine's lifetime (``weave serve`` closes it when the server stops).
 Layers, outermost first: ``TelemetryMiddleware`` (metrics, a span and log ids per request,
 ``weave_http.instrument``) → ``InternalErrorMiddleware`` (an unexpected exception becomes
 a logged 500 ``internal_error``) → Starlette's exception middleware with the one error
-mapping of ``weave_http.problems`` → the router built from the route table, with
-``GET /metrics`` (``weave_http.metrics``) beside it.
+mapping of ``weave_http.problems`` → the router built from the route table
+(``GET /metrics`` among them, ``weave_http.metrics``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from starlette.routing import Route
 from weave_core.engine import Engine
 from weave_core.runtime.tick import TickLoop
 from weave_http.instrument import TelemetryMiddleware
-from weave_http.metrics import metrics_endpoint
+from weave_http.metrics import MetricsSettings
 from weave_http.problems import EXCEPTION_HANDLERS, InternalErrorMiddleware
 from weave_http.routes import all_api_routes, starlette_routes
 from weave_http.shutdown import drain, on_stop_signal
@@ -62,11 +62,7 @@ def create_app(engine: Engine, *, tick: bool = False, owns_engine: bool = False,
             if owns_engine:
                 engine.close()
 
-    api = starlette_routes(all_api_routes(), engine)
-    routes = [*api]
-    if metrics:
-        routes.append(Route("/metrics", metrics_endpoint(engine, metrics_token),
-                            methods=["GET"], name="metrics"))
+    routes = starlette_routes(all_api_routes(), engine)
     templates = {r.endpoint: r.path for r in routes}
     app = Starlette(
         # The web console (docs/console.md) is served beside the API by the same process.
@@ -82,6 +78,8 @@ def create_app(engine: Engine, *, tick: bool = False, owns_engine: bool = False,
     app.router.redirect_slashes = False
     app.router.routes.insert(0, Route("/ui", _console_root, methods=["GET"]))
     app.state.engine = engine
+    if metrics:
+        app.state.metrics = MetricsSettings.of(engine, metrics_token)
     return app
 
 

@@ -18,6 +18,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, Final
 
 import sqlalchemy as sa
@@ -44,6 +45,7 @@ from weave_core.runtime.instances import InstanceStatus
 from weave_core.runtime.pending import PendingState
 from weave_core.schema import weave_inbox, weave_instances, weave_namespaces, weave_pending_advances
 from weave_http.problems import problem_response
+from weave_http.routes import ApiRoute, Context
 
 CACHE_S: Final = 5.0
 LIVE_STATUSES: Final = tuple(s.value for s in (
@@ -145,27 +147,50 @@ def metrics_registry(engine: Engine) -> CollectorRegistry:
     return registry
 
 
-def metrics_endpoint(engine: Engine, token: str | None
-                     ) -> Any:
-    """The ``GET /metrics`` endpoint: open, or with ``token`` a bearer token of its own."""
-    registry = metrics_registry(engine)
-    expected = None if token is None else f"Bearer {token}".encode()
+@dataclass(frozen=True)
+class MetricsSettings:
+    """What one app's ``/metrics`` serves (``app.state.metrics``; absent: not served)."""
 
-    async def metrics(request: Request) -> Response:
-        if expected is not None:
-            given = request.headers.get("authorization", "").encode()
-            if not hmac.compare_digest(given, expected):
-                return problem_response(status=401, code="unauthenticated",
-                                        title="Unauthenticated",
-                                        detail="GET /metrics needs the metrics token",
-                                        instance="/metrics")
-        body = await run_in_threadpool(generate_latest, registry)
-        return Response(body, media_type=CONTENT_TYPE_LATEST)
+    registry: CollectorRegistry
+    token: str | None = None
 
-    return metrics
+    @classmethod
+    def of(cls, engine: Engine, token: str | None = None) -> MetricsSettings:
+        return cls(metrics_registry(engine), token)
 
+
+async def metrics(request: Request, ctx: Context) -> Response:
+    """``GET /metrics``: open, or with a metrics token a bearer token of its own."""
+    settings: MetricsSettings | None = getattr(request.app.state, "metrics", None)
+    if settings is None:
+        return problem_response(status=404, code="not_found", title="Not found",
+                                detail="metrics are served on their own port here",
+                                instance=METRICS_PATH)
+    if settings.token is not None:
+        given = request.headers.get("authorization", "").encode()
+        if not hmac.compare_digest(given, f"Bearer {settings.token}".encode()):
+            return problem_response(status=401, code="unauthenticated",
+                                    title="Unauthenticated",
+                                    detail="GET /metrics needs the metrics token",
+                                    instance=METRICS_PATH,
+                                    headers={"WWW-Authenticate": "Bearer"})
+    body = await run_in_threadpool(generate_latest, settings.registry)
+    return Response(body, media_type=CONTENT_TYPE_LATEST)
+
+
+METRICS_PATH: Final = "/metrics"
+
+API_ROUTES: tuple[ApiRoute, ...] = (
+    ApiRoute(
+        method="GET", path=METRICS_PATH, endpoint=metrics, operation_id="getMetrics",
+        summary="Prometheus metrics (text format); open unless the server has a metrics token",
+        permission=None,
+        responses={200: (None, "the metrics, Prometheus text format 0.0.4 (text/plain)")},
+        errors=(401, 404), tags=("meta",),
+    ),
+)
 
 __all__ = [
-    "CACHE_S", "HTTP_REQUESTS", "HTTP_SECONDS", "DatabaseGauges", "metrics_endpoint",
-    "metrics_registry",
+    "API_ROUTES", "CACHE_S", "HTTP_REQUESTS", "HTTP_SECONDS", "DatabaseGauges",
+    "MetricsSettings", "metrics", "metrics_registry",
 ]

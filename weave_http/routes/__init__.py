@@ -158,7 +158,7 @@ def starlette_routes(api_routes: tuple[ApiRoute, ...], engine: Engine) -> list[R
 def all_api_routes() -> tuple[ApiRoute, ...]:
     """Every route of the API, in documentation order."""
     # Imported here: these modules import this one for ApiRoute and Context.
-    from weave_http import openapi
+    from weave_http import metrics, openapi
     from weave_http.routes import (
         controls,
         definitions,
@@ -173,7 +173,7 @@ def all_api_routes() -> tuple[ApiRoute, ...]:
     return (
         health.API_ROUTES + openapi.API_ROUTES + definitions.API_ROUTES + tasks.API_ROUTES
         + handlers.API_ROUTES + workflows.API_ROUTES + signals.API_ROUTES
-        + controls.API_ROUTES + task_records.API_ROUTES
+        + controls.API_ROUTES + task_records.API_ROUTES + metrics.API_ROUTES
     )
 
 
