@@ -4,6 +4,7 @@ after a workflow ran, JSON log lines with the ids, a slow client, a graceful sto
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import threading
@@ -16,7 +17,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.live_server import LiveServer, ServerProcess, start_server
+from tests.live_server import LiveServer, ServerProcess, start_server, weave_command
 from weave_core.db import Database
 from weave_core.identity import Permission, create_namespace, create_token
 from weave_sdk import (
@@ -244,22 +245,25 @@ def test_json_log_lines_carry_the_ids(json_server: ServerProcess,
 
 
 def test_a_slow_client_does_not_stop_the_server_answering_others(
-    json_server: ServerProcess,
+    json_server: ServerProcess, live_database: tuple[str, Database],
 ) -> None:
+    _, token, ns = _fresh(json_server, live_database[1])
     host, port = json_server.base_url.removeprefix("http://").split(":")
     slow = socket.create_connection((host, int(port)))
     slow_body = socket.create_connection((host, int(port)))
     try:
         slow.sendall(b"POST /v1/namespaces/x/queues/q/claim HTTP/1.1\r\nHost: x\r\n")
-        slow_body.sendall(b"POST /v1/namespaces/x/queues/q/claim HTTP/1.1\r\nHost: x\r\n"
-                          b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+        # Authenticated, so the handler really waits for the body that never comes.
+        slow_body.sendall(f"POST /v1/namespaces/{ns}/queues/q/claim HTTP/1.1\r\nHost: x\r\n"
+                          f"Authorization: Bearer {token}\r\n"
+                          "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
+                          .encode())
         started = time.monotonic()
         for _ in range(5):  # others are answered at once meanwhile
             answer = httpx.get(f"{json_server.base_url}/v1/health", timeout=2)
             assert answer.status_code == 200
         assert time.monotonic() - started < 2
-        # Both half-sent requests lose their connection after the 1 s time-outs (the one
-        # with its headers may have been answered 401 first: auth comes before the body).
+        # Both half-sent requests lose their connection after the 1 s time-outs.
         for conn in (slow, slow_body):
             conn.settimeout(5)
             leftover = b""
@@ -333,3 +337,25 @@ def test_several_engine_processes_serve_one_sum(live_database: tuple[str, Databa
         assert ("weave_inbox_lag_seconds", ()) in samples
     finally:
         server.stop()
+
+
+# --- traces from the OTEL_* variables --------------------------------------------------
+
+
+def test_otel_variables_choose_the_exporter(live_database: tuple[str, Database]) -> None:
+    server = start_server(live_database[0], "--no-tick", env={
+        "OTEL_TRACES_EXPORTER": "console", "OTEL_SERVICE_NAME": "weave-under-test"})
+    try:
+        assert httpx.get(f"{server.base_url}/v1/health", timeout=5).status_code == 200
+    finally:
+        server.stop()  # spans are flushed when the process ends
+    text = "".join(server.output)
+    assert '"name": "GET /v1/health"' in text and '"service.name": "weave-under-test"' in text
+    assert '"name": "transaction health"' in text  # the request's own transaction
+
+    bad = subprocess.run(
+        weave_command("serve", "--port", "0", "--database-url", live_database[0]),
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "OTEL_TRACES_EXPORTER": "zipkin"})
+    assert bad.returncode == 2
+    assert bad.stderr.startswith("error[invalid_option]: OTEL_TRACES_EXPORTER='zipkin'")

@@ -8,7 +8,8 @@ The documented rule (docs/http-api.md, "Authentication and permissions"):
 | valid token with the route's permission (or admin)    | 2xx           | 404           |
 | valid token without it                                | 403           | 404           |
 
-Public routes (health, OpenAPI, metrics without a token) answer 200 whatever the Authorization header says.
+Public routes (health, OpenAPI, metrics without a token) answer 200 whatever the
+Authorization header says.
 """
 
 from __future__ import annotations
