@@ -75,10 +75,11 @@ def later_rollback(conn: Connection, mark: int) -> None:
         del pending[mark:]
 
 
-def run_later(conn: Connection, committed: bool) -> None:
-    """The transaction ended: run its callables if it ``committed``, else drop them. A
-    failing callable is logged and never undoes the commit."""
-    pending: list[Callable[[], None]] | None = conn.info.pop(_LATER, None)
+def run_later(info: dict[Any, Any], committed: bool) -> None:
+    """The transaction on the connection whose ``conn.info`` is ``info`` ended (taken
+    before it ended: an invalidated connection has none to read): run its callables if it
+    ``committed``, else drop them. A failing callable is logged, never undoes the commit."""
+    pending: list[Callable[[], None]] | None = info.pop(_LATER, None)
     if pending and committed:
         for fn in pending:
             try:

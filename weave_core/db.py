@@ -341,12 +341,13 @@ class Database:
             if read_only and self.dialect == "sqlite":
                 conn = conn.execution_options(**{_SQLITE_READ_OPTION: True})
             trans = conn.begin()
-            conn.info[TXN_STARTED] = time.perf_counter()
+            info = conn.info  # the connection's own dict: still there if it is invalidated
+            info[TXN_STARTED] = time.perf_counter()
             try:
                 result = fn(conn)
                 trans.commit()
             except BaseException:
-                run_later(conn, committed=False)
+                run_later(info, committed=False)
                 # Explicit ROLLBACK: after 1205 only the statement was rolled back and the
                 # transaction still holds its locks and earlier changes (MariaDB fact 2).
                 if trans.is_active:
@@ -355,7 +356,7 @@ class Database:
                     except DBAPIError:
                         conn.invalidate()  # the connection is unusable; never reuse it
                 raise
-            run_later(conn, committed=True)
+            run_later(info, committed=True)
             return result
 
     def savepoint(self, conn: Connection) -> AbstractContextManager[None]:

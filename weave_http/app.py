@@ -13,9 +13,11 @@ mapping of ``weave_http.problems`` → the router built from the route table
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from prometheus_client.multiprocess import mark_process_dead
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
@@ -61,6 +63,9 @@ def create_app(engine: Engine, *, tick: bool = False, owns_engine: bool = False,
                 await run_in_threadpool(loop.stop)
             if owns_engine:
                 engine.close()
+            if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+                # This process's live gauges (waiters) leave the sum; its counters stay.
+                mark_process_dead(os.getpid())  # type: ignore[no-untyped-call]
 
     routes = starlette_routes(all_api_routes(), engine)
     templates = {r.endpoint: r.path for r in routes}
