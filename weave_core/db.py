@@ -47,7 +47,7 @@ from weave_core.errors import (
     TransactionRetriesExhaustedError,
     UnsupportedDatabaseError,
 )
-from weave_core.metrics import TRANSACTION_RETRIES, TRANSACTION_SECONDS
+from weave_core.metrics import TRANSACTION_RETRIES, TRANSACTION_SECONDS, child
 from weave_core.schema import weave_clock as _clock
 
 T = TypeVar("T")
@@ -300,11 +300,14 @@ class Database:
     ) -> T:
         started = time.perf_counter()
         try:
+            if not tracing.enabled():  # the usual case: not even the span's name is built
+                return self._retrying(fn, name=name, max_attempts=max_attempts,
+                                      read_only=read_only)
             with tracing.span(f"transaction {name}", {"weave.transaction": name}):
                 return self._retrying(fn, name=name, max_attempts=max_attempts,
                                       read_only=read_only)
         finally:
-            TRANSACTION_SECONDS.labels(name).observe(time.perf_counter() - started)
+            child(TRANSACTION_SECONDS, name).observe(time.perf_counter() - started)
 
     def _retrying(
         self, fn: Callable[[Connection], T], *, name: str, max_attempts: int, read_only: bool
@@ -321,7 +324,7 @@ class Database:
                 if found is None:
                     raise
                 last, reason = exc, found
-                TRANSACTION_RETRIES.labels(name, reason).inc()
+                child(TRANSACTION_RETRIES, name, reason).inc()
                 if attempt < max_attempts:
                     logger.warning(
                         "transaction %s: %s on attempt %d/%d, re-running",

@@ -11,7 +11,7 @@ collected at scrape time by ``weave_http.metrics`` too.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 from prometheus_client import Counter, Gauge, Histogram
 
@@ -60,6 +60,20 @@ LONG_POLL_WAITERS: Final = Gauge(
     "weave_long_poll_waiters", "Requests waiting in a long poll now (claim or result)",
     ["kind"], multiprocess_mode="livesum")
 
+_children: dict[tuple[Any, ...], Any] = {}
+
+
+def child(metric: Any, *values: str) -> Any:
+    """``metric.labels(*values)``, remembered: a step records a handful of labelled values,
+    and prometheus_client's ``labels`` costs four times the increment it precedes. The
+    label values are few (event kinds, namespaces, queues, transaction names)."""
+    key = (metric, *values)
+    found = _children.get(key)
+    if found is None:
+        found = _children[key] = metric.labels(*values)
+    return found
+
+
 __all__ = [
     "CONSUME_DEFERRALS",
     "ENGINE_GAP",
@@ -76,4 +90,5 @@ __all__ = [
     "TICK_SECONDS",
     "TRANSACTION_RETRIES",
     "TRANSACTION_SECONDS",
+    "child",
 ]

@@ -34,6 +34,7 @@ from weave_core.metrics import (
     REVIEWS_OPENED,
     STEPS,
     TASKS,
+    child,
 )
 
 logger = logging.getLogger("weave_core.workflows")
@@ -71,24 +72,24 @@ def _transitions(rows: Sequence[dict[str, Any]]) -> None:
     for row in rows:
         kind: str = row["kind"]
         if kind.startswith("step."):
-            STEPS.labels(kind[5:]).inc()
+            child(STEPS, kind[5:]).inc()
             if debug or kind == "step.failed":
                 logger.log(logging.INFO if kind == "step.failed" else logging.DEBUG,
                            "%s %s", kind, row["reason"] or "", extra=_row_ids(row))
         elif kind == "instance.created":
-            INSTANCES_STARTED.labels(row["namespace"]).inc()
+            child(INSTANCES_STARTED, row["namespace"]).inc()
             logger.info("workflow started", extra=_row_ids(row))
         elif kind == "instance.status":
             status = row["to_state"]
             if status in _TERMINAL:
-                INSTANCES_FINISHED.labels(row["namespace"], status).inc()
+                child(INSTANCES_FINISHED, row["namespace"], status).inc()
                 logger.info("workflow %s", status.lower(), extra=_row_ids(row))
             elif status == "NEEDS_REVIEW":
                 reason = str(row["reason"] or "unknown")
-                REVIEWS_OPENED.labels(reason.split(":", 1)[0]).inc()
+                child(REVIEWS_OPENED, reason.split(":", 1)[0]).inc()
                 logger.warning("review opened: %s", reason, extra=_row_ids(row))
         elif kind == "result.quarantined":
-            QUARANTINES.labels(str(row["reason"])).inc()
+            child(QUARANTINES, str(row["reason"])).inc()
             logger.warning("result quarantined: %s", row["reason"], extra=_row_ids(row))
 
 
@@ -108,7 +109,7 @@ def task_event_txn(conn: Connection, row: dict[str, Any]) -> None:
 
 def _task_event(row: dict[str, Any]) -> None:
     event: str = row["event_type"][5:]  # "task.created" → "created"
-    TASKS.labels(event).inc()
+    child(TASKS, event).inc()
     if event == "created":
         tracing.task_created(row["task_id"], {"weave.namespace": row["namespace"]})
     elif event in ("retry_scheduled", "failed", "needs_review"):
@@ -143,7 +144,7 @@ def engine_gap_txn(conn: Connection, accepted_ago: timedelta) -> None:
 def queue_wait_txn(conn: Connection, queue: str, waited: timedelta) -> None:
     """Inside a claim: the task had been due for ``waited`` (counted after the commit)."""
     seconds = max(0.0, waited.total_seconds())
-    later(conn, lambda: QUEUE_WAIT.labels(queue).observe(seconds))
+    later(conn, lambda: child(QUEUE_WAIT, queue).observe(seconds))
 
 
 __all__ = [
