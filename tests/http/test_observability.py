@@ -216,7 +216,7 @@ def test_json_log_lines_carry_the_ids(json_server: ServerProcess,
     startup = _wait_for(json_server, lambda line: "starting" in line["message"])
     assert startup, json_server.output
     first = startup[0]
-    assert first["level"] == "INFO" and first["dialect"] == "mysql"
+    assert first["level"] == "info" and first["dialect"] == "mysql"
     assert first["node_id"] and first["version"] and first["tick_period_s"] == 1.0
     assert "weave-engine:task (weave_nodes.task)" in first["plugins"]
     assert "@" not in json.dumps(first)  # never the password or the user of the URL
@@ -224,7 +224,7 @@ def test_json_log_lines_carry_the_ids(json_server: ServerProcess,
     wid = _run(base, token, ns, _two_steps("obs-logs"))
     started = _wait_for(json_server, lambda line: line["message"] == "workflow started"
                         and line.get("workflow_id") == wid)
-    assert started and started[0]["namespace"] == ns and started[0]["level"] == "INFO"
+    assert started and started[0]["namespace"] == ns and started[0]["level"] == "info"
     done = _wait_for(json_server, lambda line: line["message"] == "workflow succeeded"
                      and line.get("workflow_id") == wid)
     assert done and done[0]["namespace"] == ns
@@ -235,7 +235,7 @@ def test_json_log_lines_carry_the_ids(json_server: ServerProcess,
     review_wid = _run(base, token, ns, _refused("obs-logs-review"))
     review = _wait_for(json_server, lambda line: line["message"].startswith("review opened")
                        and line.get("workflow_id") == review_wid)
-    assert review and review[0]["level"] == "WARNING" and review[0]["namespace"] == ns
+    assert review and review[0]["level"] == "warning" and review[0]["namespace"] == ns
     failed = _wait_for(json_server, lambda line: line["message"].startswith("step.failed")
                        and line.get("workflow_id") == review_wid)
     assert failed and failed[0]["step"] == "refuse" and failed[0]["activation"]

@@ -56,7 +56,8 @@ from weave_http.protocol import (
     HEADER_TIMEOUT_ATTR,
     GuardedHttpToolsProtocol,
 )
-from weave_sdk.logformat import FORMATS, LEVELS, configure
+from weave_sdk.logs import LOG_FORMATS, LOG_LEVELS, LogFormat
+from weave_sdk.logs import configure_logging as configure_root
 
 logger = logging.getLogger("weave_http.serve")
 
@@ -101,11 +102,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--log-level",
         default="info",
-        choices=list(LEVELS),
+        choices=list(LOG_LEVELS),
         help="server log level (default info; debug adds one access line per request)",
     )
     parser.add_argument(
-        "--log-format", default="text", choices=list(FORMATS),
+        "--log-format", default="text", choices=list(LOG_FORMATS),
         help="text lines, or one JSON object per line (default text)",
     )
     group = parser.add_argument_group("metrics (docs/observability.md)")
@@ -197,17 +198,16 @@ def worker_app() -> Any:
                       metrics_token=token)
 
 
-def configure_logging(log_format: str, level: str) -> None:
-    """The server's lines in ``log_format`` at ``level``, with the ids of the request being
-    served; uvicorn's own loggers go the same way (its access lines only at debug)."""
-    configure(log_format, level, filters=(RequestIdsFilter(),))
+def configure_logging(log_format: LogFormat, level: str) -> None:
+    """The server's lines in ``log_format`` at ``level`` (the worker's formats,
+    ``weave_sdk.logs``), with the ids of the request being served; uvicorn's own loggers go
+    the same way (its access lines only at debug)."""
+    configure_root(log_format, level).addFilter(RequestIdsFilter())
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(name).handlers.clear()
         logging.getLogger(name).propagate = True
     logging.getLogger("uvicorn.access").setLevel(
         logging.DEBUG if level == "debug" else logging.WARNING)
-    if level != "debug":
-        logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
 def _startup_line(engine: Engine, url: str, args: argparse.Namespace, exporter: str) -> None:
