@@ -10,10 +10,10 @@ provider the application configured (the API's global one).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+import contextlib
+from typing import Any, Final
 
-T = TypeVar("T")
+_NULL: Final = contextlib.nullcontext()
 _otel: list[Any] = []
 
 
@@ -32,22 +32,21 @@ def _api() -> Any:
     return _otel[0]
 
 
-def run_traced(task: Any, fn: Callable[..., T], *args: Any) -> T:
-    """``fn(*args)`` in a span ``weave.handler <name>`` continuing ``task.traceparent``."""
+def traced(task: Any) -> contextlib.AbstractContextManager[Any]:
+    """A span ``weave.handler <name>`` continuing ``task.traceparent``, current for the
+    block around the handler call (a null context without either). A context manager, not
+    a wrapper: it adds no frame to a failing handler's traceback."""
     parent = getattr(task, "traceparent", None)
     api = _api() if parent else None
     if api is None:
-        return fn(*args)
+        return _NULL
     trace, propagator = api
     context = propagator.extract({"traceparent": parent})
-    tracer = trace.get_tracer("weave_sdk")
-    with tracer.start_as_current_span(
+    return trace.get_tracer("weave_sdk").start_as_current_span(  # type: ignore[no-any-return]
         f"weave.handler {task.handler}", context=context, kind=trace.SpanKind.CONSUMER,
         attributes={"weave.task_id": task.task_id, "weave.attempt_id": task.attempt_id,
                     "weave.attempt_no": task.attempt_no, "weave.handler": task.handler,
-                    "weave.handler_version": task.handler_version},
-    ):
-        return fn(*args)
+                    "weave.handler_version": task.handler_version})
 
 
-__all__ = ["run_traced"]
+__all__ = ["traced"]
