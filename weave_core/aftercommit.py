@@ -6,10 +6,15 @@ before, and not at all when it rolls back. :func:`note` collects the keys on the
 connection; one ``commit``/``rollback`` listener per engine hands them to the callback that
 :func:`subscribe` registered for their channel. Nothing is collected for a channel nobody
 subscribed to in this process.
+
+:func:`later` is the exact form for counters and log lines (``weave_core.observe``): a
+callable noted in a transaction runs once ``Database.transaction`` saw its COMMIT succeed
+(never when it or the savepoint it was noted in rolls back, never twice on a re-run).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import weakref
 from collections.abc import Callable, Hashable
@@ -23,6 +28,7 @@ Notify = Callable[[set[Any]], None]
 _KEY: Final = "weave_after_commit"
 _channels: weakref.WeakKeyDictionary[Engine, dict[str, Notify]] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
+logger = logging.getLogger(__name__)
 
 
 def subscribe(engine: Engine, channel: str, notify: Notify) -> None:
@@ -45,6 +51,43 @@ def note(conn: Connection, channel: str, key: Hashable) -> None:
         pending.setdefault(channel, set()).add(key)
 
 
+_LATER: Final = "weave_later"
+
+
+def later(conn: Connection, fn: Callable[[], None]) -> None:
+    """Inside a transaction: call ``fn()`` once it has committed (see the module docstring)."""
+    pending: list[Callable[[], None]] | None = conn.info.get(_LATER)
+    if pending is None:
+        conn.info[_LATER] = [fn]
+    else:
+        pending.append(fn)
+
+
+def later_mark(conn: Connection) -> int:
+    """A point to roll the :func:`later` callables back to (at a SAVEPOINT)."""
+    return len(conn.info.get(_LATER, ()))
+
+
+def later_rollback(conn: Connection, mark: int) -> None:
+    """Forget the callables noted after ``mark`` (their savepoint rolled back)."""
+    pending: list[Callable[[], None]] | None = conn.info.get(_LATER)
+    if pending is not None:
+        del pending[mark:]
+
+
+def run_later(info: dict[Any, Any], committed: bool) -> None:
+    """The transaction on the connection whose ``conn.info`` is ``info`` ended (taken
+    before it ended: an invalidated connection has none to read): run its callables if it
+    ``committed``, else drop them. A failing callable is logged, never undoes the commit."""
+    pending: list[Callable[[], None]] | None = info.pop(_LATER, None)
+    if pending and committed:
+        for fn in pending:
+            try:
+                fn()
+            except Exception:
+                logger.exception("after-commit callable failed")
+
+
 def _on_commit(conn: Connection) -> None:
     pending: dict[str, set[Hashable]] | None = conn.info.pop(_KEY, None)
     if pending:
@@ -59,4 +102,4 @@ def _on_rollback(conn: Connection) -> None:
     conn.info.pop(_KEY, None)
 
 
-__all__ = ["note", "subscribe"]
+__all__ = ["later", "later_mark", "later_rollback", "note", "run_later", "subscribe"]

@@ -40,12 +40,14 @@ from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.pool import ConnectionPoolEntry
 
-from weave_core import deferred
+from weave_core import deferred, tracing
+from weave_core.aftercommit import later_mark, later_rollback, run_later
 from weave_core.errors import (
     DatabaseURLError,
     TransactionRetriesExhaustedError,
     UnsupportedDatabaseError,
 )
+from weave_core.metrics import TRANSACTION_RETRIES, TRANSACTION_SECONDS, child
 from weave_core.schema import weave_clock as _clock
 
 T = TypeVar("T")
@@ -67,6 +69,9 @@ ER_SP_DOES_NOT_EXIST: Final = 1305  # SAVEPOINT ... does not exist (after a dead
 
 _RERUN_CODES: Final = frozenset({ER_LOCK_DEADLOCK, ER_CHECKREAD})
 _LOST_CONNECTION_CODES: Final = frozenset({CR_SERVER_GONE_ERROR, CR_SERVER_LOST})
+
+TXN_STARTED: Final = "weave_txn_started"
+"""``conn.info`` key: ``perf_counter()`` when the running transaction began (engine gap)."""
 
 _BACKOFF_BASE_S: Final = 0.005
 _BACKOFF_CAP_S: Final = 0.25
@@ -293,6 +298,20 @@ class Database:
     def _run(
         self, fn: Callable[[Connection], T], *, name: str, max_attempts: int, read_only: bool
     ) -> T:
+        started = time.perf_counter()
+        try:
+            if not tracing.enabled():  # the usual case: not even the span's name is built
+                return self._retrying(fn, name=name, max_attempts=max_attempts,
+                                      read_only=read_only)
+            with tracing.span(f"transaction {name}", {"weave.transaction": name}):
+                return self._retrying(fn, name=name, max_attempts=max_attempts,
+                                      read_only=read_only)
+        finally:
+            child(TRANSACTION_SECONDS, name).observe(time.perf_counter() - started)
+
+    def _retrying(
+        self, fn: Callable[[Connection], T], *, name: str, max_attempts: int, read_only: bool
+    ) -> T:
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
         last: DBAPIError | None = None
@@ -305,6 +324,7 @@ class Database:
                 if found is None:
                     raise
                 last, reason = exc, found
+                child(TRANSACTION_RETRIES, name, reason).inc()
                 if attempt < max_attempts:
                     logger.warning(
                         "transaction %s: %s on attempt %d/%d, re-running",
@@ -324,10 +344,13 @@ class Database:
             if read_only and self.dialect == "sqlite":
                 conn = conn.execution_options(**{_SQLITE_READ_OPTION: True})
             trans = conn.begin()
+            info = conn.info  # the connection's own dict: still there if it is invalidated
+            info[TXN_STARTED] = time.perf_counter()
             try:
                 result = fn(conn)
                 trans.commit()
             except BaseException:
+                run_later(info, committed=False)
                 # Explicit ROLLBACK: after 1205 only the statement was rolled back and the
                 # transaction still holds its locks and earlier changes (MariaDB fact 2).
                 if trans.is_active:
@@ -336,6 +359,7 @@ class Database:
                     except DBAPIError:
                         conn.invalidate()  # the connection is unusable; never reuse it
                 raise
+            run_later(info, committed=True)
             return result
 
     def savepoint(self, conn: Connection) -> AbstractContextManager[None]:
@@ -381,9 +405,11 @@ def savepoint(conn: Connection) -> Iterator[None]:
     whole transaction. Never catch a database error inside a savepoint and carry on.
     """
     nested = conn.begin_nested()
+    mark = later_mark(conn)
     try:
         yield
     except BaseException as exc:
+        later_rollback(conn, mark)
         if nested.is_active:
             try:
                 nested.rollback()

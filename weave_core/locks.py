@@ -388,6 +388,7 @@ def lock_task_fenced(conn: Connection, task_id: str, attempt_id: str,
 CLAIM_COLUMNS: Final = (
     "task_id", "namespace", "handler", "handler_version", "input", "attempts_used", "revision",
     "heartbeat_timeout_s", "start_to_close_s", "deadline_at", "start_by", "cancel_requested",
+    "available_at",
 )
 """The task columns :func:`lock_claimable_tasks` returns (what starting an attempt reads)."""
 

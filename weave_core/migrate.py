@@ -111,6 +111,15 @@ def current_revision(url: str) -> str | None:
         db.dispose()
 
 
+def pending_revisions(current: str | None) -> list[tuple[str, str]]:
+    """The revisions after ``current`` (None: every one), oldest first, each with the
+    first line of its description (``weave migrate --status``)."""
+    scripts = script_directory()
+    found = scripts.iterate_revisions(head_revision(), current or "base")
+    return [(script.revision, " ".join((script.doc or "").split()))
+            for script in reversed(list(found)) if script.revision != current]
+
+
 def _known(revision: str) -> bool:
     try:
         return script_directory().get_revision(revision) is not None

@@ -22,6 +22,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
 from weave_core.deferred import defer, deferring_now
+from weave_core.observe import task_event_txn
+from weave_core.schema import weave_task_events
 
 LockMode = Literal["exclusive", "shared"] | None
 
@@ -226,7 +228,10 @@ _APPEND_KEY = "weave_appended_rows"
 def append_row(conn: Connection, table: sa.Table, row: dict[str, Any]) -> None:
     """Insert a row of an append-only table (status events) that nothing reads back in the
     same transaction: at once, or inside an :func:`appending` block at its end, together
-    with the block's other rows of that table."""
+    with the block's other rows of that table. Task events are also counted after the
+    commit (``weave_core.observe``)."""
+    if table is weave_task_events:
+        task_event_txn(conn, row)
     pending: dict[str, tuple[sa.Table, list[dict[str, Any]]]] | None = \
         conn.info.get(_APPEND_KEY)
     if pending is None:

@@ -191,6 +191,10 @@ class ClaimedTaskModel(ApiModel):
     heartbeat_timeout: int = Field(description="lease length in seconds; heartbeat well within")
     deadline_at: UtcDatetime | None
     cancel_requested: bool
+    traceparent: str | None = Field(
+        default=None, exclude_if=lambda value: value is None,
+        description="W3C trace context of the task's step trace, present only when the "
+        "server traces (OpenTelemetry): run the handler in a span under it")
 
 
 class ClaimResponse(ApiModel):

@@ -20,6 +20,7 @@ from urllib.parse import quote
 import pydantic
 
 from weave_sdk._json import JSONDecodeError, dumps, loads
+from weave_sdk._tracing import traced
 from weave_sdk._wire import Connection, WireError, error_of
 from weave_sdk._worker_parts import Backoff, Beats, Claimed, Running, bounded_traceback
 from weave_sdk.client import _Settings
@@ -102,7 +103,8 @@ class AttemptRunner:
         self._beats.add(running)
         started = time.perf_counter()
         try:
-            output = self._call(h, task, ctx, running)
+            with traced(task):  # the step's trace, when the server traces
+                output = self._call(h, task, ctx, running)
             report: dict[str, Any] = {"outcome": "succeeded", "output": output}
         except (asyncio.CancelledError, concurrent.futures.CancelledError):
             if running.lost or running.abandoned or not ctx.cancel_requested:

@@ -75,6 +75,8 @@ class Claimed:
     heartbeat_timeout: int
     deadline_at: str | None
     cancel_requested: bool
+    traceparent: str | None = None
+    """The step trace to continue around the handler (weave_sdk/_tracing.py)."""
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Claimed:
@@ -85,6 +87,7 @@ class Claimed:
             heartbeat_timeout=int(data["heartbeat_timeout"]),
             deadline_at=data.get("deadline_at"),
             cancel_requested=bool(data.get("cancel_requested")),
+            traceparent=data.get("traceparent"),
         )
 
 

@@ -19,8 +19,8 @@ LogFormat = Literal["text", "json"]
 LOG_FORMATS: Final = ("text", "json")
 LOG_LEVELS: Final = ("debug", "info", "warning", "error", "critical")
 
-_STANDARD: Final = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime",
-                                                                  "taskName"}
+_STANDARD: Final = frozenset(vars(logging.makeLogRecord({}))) | {
+    "message", "asctime", "taskName", "color_message"}  # uvicorn's ANSI copy of message
 _CHATTY: Final = ("httpx", "httpcore")
 """Libraries that log every request at INFO/DEBUG: quiet below ``debug``."""
 

@@ -8,7 +8,8 @@ The documented rule (docs/http-api.md, "Authentication and permissions"):
 | valid token with the route's permission (or admin)    | 2xx           | 404           |
 | valid token without it                                | 403           | 404           |
 
-Public routes (health, OpenAPI) answer 200 whatever the Authorization header says.
+Public routes (health, OpenAPI, metrics without a token) answer 200 whatever the
+Authorization header says.
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ PROTECTED_ROUTES = [
     route("PUT", NS + "/quota", Permission.ADMIN, 200, body={"task_quota": 100_000}),
     route("GET", NS + "/quota", Permission.READ, 200),
 ]
-PUBLIC_ROUTES = [("GET", "/v1/health"), ("GET", "/openapi.json")]
+PUBLIC_ROUTES = [("GET", "/v1/health"), ("GET", "/openapi.json"), ("GET", "/metrics")]
 NAMESPACES = ["own", "other", "missing"]
 BAD_TOKENS = ["none", "malformed", "wrong_scheme", "empty_bearer", "unknown", "revoked"]
 

@@ -38,6 +38,8 @@ from weave_core.errors import Problem, ValidationError
 from weave_core.faults import fault_point
 from weave_core.limits import DEFAULT_LIMITS, Limits
 from weave_core.locks import lock_claimable_tasks
+from weave_core.metrics import LONG_POLL_WAITERS
+from weave_core.observe import queue_wait_txn
 from weave_core.schema import weave_task_attempts, weave_task_events, weave_tasks
 from weave_core.statements import append_row, insert_rows, update_keyed
 
@@ -126,6 +128,7 @@ def claim_txn(
             expired.append(task)
             continue
         claimed.append(_start_txn(conn, task, worker_id=worker_id, now=now))
+        queue_wait_txn(conn, queue, now - task.available_at)
     return claimed, expired
 
 
@@ -188,7 +191,8 @@ async def claim_wait(
     end = loop.time() + wait_seconds
     hub = hub_for(db)
     keys = [h.key for h in handlers]
-    with hub.listening((namespace, queue), keys) as woken:  # before the first claim
+    with hub.listening((namespace, queue), keys) as woken, \
+            LONG_POLL_WAITERS.labels("claim").track_inprogress():  # listen before claiming
         while True:
             woken.clear()
             tasks = await asyncio.to_thread(
@@ -196,7 +200,7 @@ async def claim_wait(
                 handlers=handlers, max_tasks=max_tasks, actor=actor, limits=limits,
             )
             remaining = end - loop.time()
-            if tasks or remaining <= 0:
+            if tasks or remaining <= 0 or hub.draining:  # draining: the server stops
                 return tasks
             try:
                 async with asyncio.timeout(remaining):

@@ -36,6 +36,8 @@ from weave_core.errors import WeaveError
 from weave_core.exactjson import JSON
 from weave_core.limits import DEFAULT_LIMITS, Limits
 from weave_core.locks import lock_task
+from weave_core.metrics import LEASE_EXPIRIES
+from weave_core.observe import ids
 from weave_core.schema import weave_tasks
 
 logger = logging.getLogger(__name__)
@@ -210,6 +212,9 @@ def sweep_expired_leases(engine: Engine, limit: int = 100) -> SweepReport:
             continue
         if outcome is not None:
             report.handled[row.task_id] = outcome
+            LEASE_EXPIRIES.labels(outcome).inc()  # committed: expire_one's own transaction
+            logger.warning("task timed out: %s", outcome,
+                           extra=ids(row.namespace, task=row.task_id))
     return report
 
 

@@ -66,6 +66,15 @@ class WakeupHub:
         self._waiters: dict[Key, set[_Waiter]] = {}
         self._watchers: dict[Key, asyncio.Task[None]] = {}
         self.probes = 0  # probe transactions run (tests and the idle benchmark read it)
+        self.draining = False
+        """The server is stopping: long polls answer at once (``drain``)."""
+
+    def drain(self) -> None:
+        """End every long poll of this process now (graceful shutdown) and from now on."""
+        self.draining = True
+        with self._lock:
+            keys = list(self._waiters)
+        self.notify(keys)
 
     def notify(self, keys: Iterable[Key]) -> None:
         """Wake everyone waiting on these queues (thread-safe; any thread)."""

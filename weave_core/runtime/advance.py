@@ -36,6 +36,7 @@ from weave_core.nodespec import (
     TimerCommand,
     WaitSignalCommand,
 )
+from weave_core.observe import engine_gap_txn
 from weave_core.plan import (
     MAX_PLAN_LIMIT,
     Decision,
@@ -416,6 +417,9 @@ def advance_txn(
             _settle_status(li, history, program, now, deferred=True)
             return outcome
         outcome.applied = len(plan.decisions)
+        if fact_at is not None and any(isinstance(d.command, TaskCommand)
+                                       for d in plan.decisions):
+            engine_gap_txn(conn, now - fact_at)  # a result's successor task: the engine gap
         li.set(root_version=li.root_version + 1)
 
     if completes_root:

@@ -49,6 +49,7 @@ from weave_core.exactjson import JSON
 from weave_core.faults import fault_point
 from weave_core.locks import lock_activation, lock_inbox_row
 from weave_core.nodespec import Fact, FactKind, StepOutcome, StepResult
+from weave_core.observe import ids, note_deferred
 from weave_core.plan import PlanRejectedError
 from weave_core.program import Program
 from weave_core.runtime.advance import advance_txn, set_status, to_review
@@ -502,6 +503,7 @@ def _consume(engine: Engine, peek: _Peek) -> ConsumeResult:
     except Exception:
         logger.exception("inbox %s: unexpected failure; retried in 30 s", inbox_id)
     defer(engine, inbox_id, peek.row_version)
+    note_deferred(inbox_id, ids(peek.namespace, peek.instance_id, activation=peek.activation_id))
     return ConsumeResult(inbox_id, Outcome.DEFERRED, instance_id=peek.instance_id)
 
 

@@ -20,6 +20,7 @@ from weave_core import exactjson
 from weave_core.audit import audit_row
 from weave_core.exactjson import JSON
 from weave_core.faults import fault_point
+from weave_core.observe import transitions_txn
 from weave_core.runtime.instances import iso, load_json
 from weave_core.schema import weave_audit, weave_transitions
 from weave_core.statements import insert_rows, take_appended
@@ -126,6 +127,7 @@ class History:
         if not self._rows:
             return None
         self._not_before_previous(conn)
+        transitions_txn(conn, self._rows)  # counted and logged after the commit
         fault_point("runtime.audit")
         audit = audit_row(
             namespace=self.namespace,

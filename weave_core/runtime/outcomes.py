@@ -36,6 +36,7 @@ from weave_core.aftercommit import note, subscribe
 from weave_core.db import Database
 from weave_core.errors import NotFoundError
 from weave_core.exactjson import JSON
+from weave_core.metrics import LONG_POLL_WAITERS
 from weave_core.runtime.instances import InstanceStatus, load_json
 from weave_core.schema import weave_instances
 
@@ -94,6 +95,15 @@ class OutcomeHub:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._waiters: dict[Key, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
+        self.draining = False
+        """The server is stopping: result waits answer at once (``drain``)."""
+
+    def drain(self) -> None:
+        """End every result wait of this process now (graceful shutdown) and from now on."""
+        self.draining = True
+        with self._lock:
+            keys = list(self._waiters)
+        self.notify(keys)
 
     def notify(self, keys: Iterable[Key]) -> None:
         """Wake the waiters of these instances (thread-safe; any thread)."""
@@ -149,12 +159,14 @@ async def wait_outcome(db: Database, namespace: str, instance_id: str,
     """The instance's outcome as soon as it is done, or after ``wait_seconds`` (0: now)."""
     loop = asyncio.get_running_loop()
     end = loop.time() + wait_seconds
-    with outcome_hub(db).watching((namespace, instance_id)) as woken:
+    hub = outcome_hub(db)
+    with hub.watching((namespace, instance_id)) as woken, \
+            LONG_POLL_WAITERS.labels("result").track_inprogress():
         while True:
             woken.clear()
             outcome = await asyncio.to_thread(read_outcome, db, namespace, instance_id)
             remaining = end - loop.time()
-            if outcome.done or remaining <= 0:
+            if outcome.done or remaining <= 0 or hub.draining:
                 return outcome
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(min(remaining, RECHECK_S)):

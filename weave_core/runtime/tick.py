@@ -22,9 +22,11 @@ from typing import Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from weave_core import tracing
 from weave_core.dispatch.leases import sweep_expired_leases
 from weave_core.dispatch.model import InboxState
 from weave_core.engine import Engine
+from weave_core.metrics import TICK_SECONDS
 from weave_core.runtime.checkpoints import DEFAULT_BATCH, run_pending_batch
 from weave_core.runtime.consumer import consume
 from weave_core.runtime.pending import PendingState
@@ -196,11 +198,13 @@ class TickLoop:
             started = time.monotonic()
             busy = False
             try:
-                report = run_tick(self.engine, max_candidates=self.max_candidates,
-                                  budget_s=self.budget_s, stop=self._stop)
+                with tracing.span("weave.tick", {"weave.node": self.engine.node_id}):
+                    report = run_tick(self.engine, max_candidates=self.max_candidates,
+                                      budget_s=self.budget_s, stop=self._stop)
                 busy = report.out_of_budget or report.candidates >= self.max_candidates
             except Exception:
                 logger.exception("tick failed; the next one runs in %.1f s", self.interval_s)
+            TICK_SECONDS.observe(time.monotonic() - started)
             self.ticks += 1
             # A full tick leaves due rows behind: go again at once instead of waiting.
             pause = 0.0 if busy else self.interval_s - (time.monotonic() - started)

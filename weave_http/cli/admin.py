@@ -16,7 +16,13 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 
 from weave_core.db import Database, default_database_url
 from weave_core.identity import Permission, create_namespace, create_token, revoke_token
-from weave_core.migrate import current_revision, head_revision, prepare_database, upgrade
+from weave_core.migrate import (
+    current_revision,
+    head_revision,
+    pending_revisions,
+    prepare_database,
+    upgrade,
+)
 from weave_http.cli.failures import CliError, database_message
 
 
@@ -61,6 +67,8 @@ def _open(args: argparse.Namespace) -> Database:
 
 def _migrate(args: argparse.Namespace) -> int:
     url = _url(args)
+    if args.status:
+        return _migrate_status(url)
     before = current_revision(url)
     upgrade(url)
     head = head_revision()
@@ -68,6 +76,20 @@ def _migrate(args: argparse.Namespace) -> int:
         print(f"database already at revision {head}")
     else:
         print(f"database migrated from {before or 'empty'} to {head}")
+    return 0
+
+
+def _migrate_status(url: str) -> int:
+    """``weave migrate --status``: the current revision, the code's head and what is
+    pending, changing nothing."""
+    current = current_revision(url)
+    pending = pending_revisions(current)
+    print(f"current revision: {current or 'none (empty database)'}")
+    print(f"head revision: {head_revision()}")
+    if not pending:
+        print("up to date: no pending migration")
+    for revision, doc in pending:
+        print(f"pending: {revision}  {doc}")
     return 0
 
 
@@ -153,6 +175,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "migrate", help="apply database migrations", description="Apply every migration."
     )
     _add_database_url(migrate)
+    migrate.add_argument("--status", action="store_true",
+                         help="show the current and pending revisions; change nothing")
     migrate.set_defaults(func=_migrate)
 
     namespace = subparsers.add_parser("namespace", help="manage namespaces")

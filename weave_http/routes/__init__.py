@@ -19,6 +19,7 @@ from starlette.routing import Route
 
 from weave_core.engine import Engine
 from weave_core.identity import Permission, Principal
+from weave_core.observe import REQUEST_IDS
 from weave_http.auth import require_permission
 
 QUERY_READ_KEY: Final = "weave.query_read"
@@ -100,6 +101,13 @@ class ApiRoute:
     """Query parameters the operation reads (documented, all optional)."""
 
 
+_ID_PARAMS = (("ns", "namespace"), ("workflow_id", "workflow_id"), ("task_id", "task"))
+
+
+def _request_ids(params: Mapping[str, Any]) -> dict[str, str]:
+    return {name: str(params[key]) for key, name in _ID_PARAMS if key in params}
+
+
 def _wrap(route: ApiRoute, engine: Engine) -> Callable[[Request], Awaitable[Response]]:
     permission = route.permission
     declared = frozenset(q.name for q in route.query)
@@ -114,6 +122,7 @@ def _wrap(route: ApiRoute, engine: Engine) -> Callable[[Request], Awaitable[Resp
 
     async def protected(request: Request) -> Response:
         namespace = str(request.path_params["ns"])
+        REQUEST_IDS.set(_request_ids(request.path_params))  # for the log lines it causes
         principal = await require_permission(request, engine, namespace, permission)
         return await route.endpoint(request, Context(engine, principal, namespace,
                                                      Query(request, declared)))
@@ -149,7 +158,7 @@ def starlette_routes(api_routes: tuple[ApiRoute, ...], engine: Engine) -> list[R
 def all_api_routes() -> tuple[ApiRoute, ...]:
     """Every route of the API, in documentation order."""
     # Imported here: these modules import this one for ApiRoute and Context.
-    from weave_http import openapi
+    from weave_http import metrics, openapi
     from weave_http.routes import (
         controls,
         definitions,
@@ -164,7 +173,7 @@ def all_api_routes() -> tuple[ApiRoute, ...]:
     return (
         health.API_ROUTES + openapi.API_ROUTES + definitions.API_ROUTES + tasks.API_ROUTES
         + handlers.API_ROUTES + workflows.API_ROUTES + signals.API_ROUTES
-        + controls.API_ROUTES + task_records.API_ROUTES
+        + controls.API_ROUTES + task_records.API_ROUTES + metrics.API_ROUTES
     )
 
 

@@ -15,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from weave_core import tracing
 from weave_core.dispatch import (
     ClaimedTask,
     HandlerRef,
@@ -81,6 +82,7 @@ def claimed_model(task: ClaimedTask) -> ClaimedTaskModel:
         handler=task.handler, handler_version=task.handler_version, input=task.input,
         lease_expires_at=task.lease_expires_at, heartbeat_timeout=task.heartbeat_timeout,
         deadline_at=task.deadline_at, cancel_requested=task.cancel_requested,
+        traceparent=tracing.claimed(task.task_id, task.attempt_id),  # None: not tracing
     )
 
 
@@ -139,10 +141,11 @@ async def complete_task(request: Request, ctx: Context) -> Response:
     nxt = body.claim_next
     claim_next = None if nxt is None else ClaimNext(nxt.worker_id, _handlers(nxt.handlers),
                                                      nxt.max_tasks)
-    done = await run_in_threadpool(
-        lambda: complete_step(engine, namespace=namespace, task_id=task_id,
-                              attempt_id=body.attempt_id, report=report,
-                              actor=principal.actor, claim_next=claim_next))
+    with tracing.task_span(task_id, "weave.task.complete", {"weave.outcome": body.outcome}):
+        done = await run_in_threadpool(
+            lambda: complete_step(engine, namespace=namespace, task_id=task_id,
+                                  attempt_id=body.attempt_id, report=report,
+                                  actor=principal.actor, claim_next=claim_next))
     return json_response(CompleteResponse(
         task=task_model(done.completion.task), replay=done.completion.replay,
         next_tasks=[claimed_model(t) for t in done.next_tasks],
