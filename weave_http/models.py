@@ -442,9 +442,10 @@ class ControlRequestModel(ApiModel):
 
 class ReviewRequestModel(ApiModel):
     """One review action: ``conclude`` (step_id, conclusion, evidence), ``resolve``
-    (outcome), or ``recover`` (step_id, expected_state_version, optional conclusion)."""
+    (outcome), ``recover`` (step_id, expected_state_version, optional conclusion), or
+    ``accept`` (step_id, expected_state_version, output, evidence: a reviewed result)."""
 
-    action: Literal["conclude", "resolve", "recover"]
+    action: Literal["conclude", "resolve", "recover", "accept"]
     operation_id: str = Field(min_length=1, max_length=64)
     reason: str = Field(min_length=1, max_length=1024)
     step_id: str | None = Field(default=None, min_length=1, max_length=128)
@@ -453,6 +454,8 @@ class ReviewRequestModel(ApiModel):
                         "effect_unknown"] | None = None
     evidence: JsonObject | None = None
     outcome: Literal["continue", "failed", "cancelled"] = "continue"
+    output: Any = Field(default=None, description="accept: the output the reviewer observed "
+                        "(checked against the step's output contract)")
 
 
 class ReviewResponse(ApiModel):

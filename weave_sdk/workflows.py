@@ -371,6 +371,17 @@ class WorkflowHandle:
                        expected_state_version=expected_state_version, conclusion=conclusion,
                        evidence=evidence, operation_id=operation_id)
 
+    def accept(self, step_id: str, output: Any, *, reason: str, evidence: dict[str, Any],
+               expected_state_version: int | None = None,
+               operation_id: str | None = None) -> ReviewResult:
+        """Submit a reviewed result for a step whose effect is confirmed present (see
+        :func:`weave_sdk.controls.accept`)."""
+        from weave_sdk.controls import accept
+
+        return accept(self._client, self.workflow_id, step_id, output, reason=reason,
+                      evidence=evidence, expected_state_version=expected_state_version,
+                      operation_id=operation_id)
+
     def result(
         self,
         timeout: float | None = None,
@@ -506,6 +517,17 @@ class AsyncWorkflowHandle:
                                    expected_state_version=expected_state_version,
                                    conclusion=conclusion, evidence=evidence,
                                    operation_id=operation_id)
+
+    async def accept(self, step_id: str, output: Any, *, reason: str, evidence: dict[str, Any],
+                     expected_state_version: int | None = None,
+                     operation_id: str | None = None) -> ReviewResult:
+        """See :meth:`WorkflowHandle.accept`."""
+        from weave_sdk.controls import accept_async
+
+        return await accept_async(self._client, self.workflow_id, step_id, output,
+                                  reason=reason, evidence=evidence,
+                                  expected_state_version=expected_state_version,
+                                  operation_id=operation_id)
 
     async def result(
         self,
