@@ -406,6 +406,11 @@ class WorkflowDetail(WorkflowModel):
         default_factory=list,
         description="why pending work waits: handler_unavailable (no worker asked for the "
         "task's queue, handler and version within window_seconds)")
+    config: JsonObject | None = Field(
+        default=None,
+        description="the effective configuration frozen when the instance was accepted: "
+        "limits, the values steps took from defaults, resolved defaults (null for "
+        "instances started before it was recorded)")
 
 
 class WorkflowList(ApiModel):

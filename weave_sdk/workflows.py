@@ -193,6 +193,11 @@ class WorkflowDescription(WorkflowExecution):
     review: dict[str, Any] | None = None
     """``reason``, ``blocking_steps`` and ``unknown_effects`` (each with its
     ``conclusion``, or ``None``)."""
+    config: dict[str, Any] | None = None
+    """The effective configuration frozen when the instance was accepted: ``limits`` (every
+    engine limit as it was), ``steps`` (per step, the values it took from defaults: retry
+    policy, timeouts, parameter versions ...) and ``defaults`` (``failure_policy``,
+    ``deadline_seconds``); ``None`` for an instance started before it was recorded."""
 
     def step(self, step_id: str) -> StepInfo:
         """The step ``step_id`` (``KeyError`` when it has no row yet)."""

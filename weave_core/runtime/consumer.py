@@ -405,7 +405,7 @@ def consume_held_txn(conn: Connection, engine: Engine, li: LockedInstance, act: 
     history = History(li.namespace, li.instance_id, li.revision, new_operation_id(), now)
     if after_lock:
         history.previous_at = None
-    program = programs(engine).get(conn, li.namespace, li.definition_id, li.version)
+    program = programs(engine).for_instance(conn, li)
     metadata: dict[str, JSON] = {"source": _source(row), "node": engine.node_id}
     try:
         if forced is not None:

@@ -129,7 +129,7 @@ def run_operation(
         if first is not None:
             return OperationOutcome(first, True)
         history = History(namespace, workflow_id, li.revision, operation_id, now)
-        program = programs(engine).get(conn, namespace, li.definition_id, li.version)
+        program = programs(engine).for_instance(conn, li)
         before = li.status
         applied = body(conn, li, history, program, now)
         if before == InstanceStatus.NEEDS_REVIEW:
