@@ -231,12 +231,21 @@ def test_lost_lease_submit_concluded_present_with_its_output_completes(
     assert steps(engine, wid)["record"].phase == "SUCCEEDED"
 
 
-def test_accept_refusals(any_engine: Engine, sdk: Client) -> None:
+def test_accept_refusals(any_engine: Engine, sdk: Client, tenant: Tenant) -> None:
     engine = any_engine
     ns = sdk.namespace
     assert ns is not None
     publish(engine, ns, definition("acc", [task("a"), task("b")]))
     handle = sdk.start("acc", {})
+    body = {"action": "accept", "operation_id": "acc-x", "reason": "r", "step_id": "a",
+            "expected_state_version": 1, "output": {}, "evidence": EVIDENCE}
+    http = client_for(engine)
+    url = f"/v1/namespaces/{ns}/workflows/{handle.workflow_id}/review"
+    denied = http.post(url, json=body, headers=tenant.headers(Permission.CONTROL))
+    assert denied.status_code == 403  # accepting a result takes the review permission
+    missing = http.post(url, json={k: v for k, v in body.items() if k != "output"},
+                        headers=tenant.headers(Permission.REVIEW))
+    assert missing.status_code == 422 and missing.json()["code"] == "validation_failed"
     assert _code(lambda: handle.accept("a", {}, reason="r", evidence=EVIDENCE)) \
         == "not_in_review"
     report(engine, ns, work(engine, ns, handlers=["a"])[0], fail=True)
