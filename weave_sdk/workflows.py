@@ -197,7 +197,8 @@ class WorkflowDescription(WorkflowExecution):
     """The effective configuration frozen when the instance was accepted: ``limits`` (every
     engine limit as it was), ``steps`` (per step, the values it took from defaults: retry
     policy, timeouts, parameter versions ...) and ``defaults`` (``failure_policy``,
-    ``deadline_seconds``); ``None`` for an instance started before it was recorded."""
+    ``deadline_seconds``, ``lease_seconds``); ``None`` for an instance started before it
+    was recorded."""
 
     def step(self, step_id: str) -> StepInfo:
         """The step ``step_id`` (``KeyError`` when it has no row yet)."""

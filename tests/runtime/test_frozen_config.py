@@ -58,7 +58,8 @@ def test_a_lowered_limit_never_changes_a_running_instance(
     assert config is not None and config["schema_version"] == 1
     assert config["limits"]["max_task_attempts"] == 100
     assert config["defaults"] == {"failure_policy": "REVIEW",
-                                  "deadline_seconds": Limits().max_deadline_seconds}
+                                  "deadline_seconds": Limits().max_deadline_seconds,
+                                  "lease_seconds": 60}
     # The operator lowers the limit and restarts the engine: the running instance goes on
     # under the limit it was accepted with; a new start sees the new one.
     after = make_engine(any_db, plugin_host, limits=Limits(max_task_attempts=10))
@@ -94,7 +95,9 @@ def test_a_changed_default_never_changes_a_running_instance(
     assert frozen["steps"]["b"]["retry"]["max_attempts"] == 3  # today's default, resolved
     # This instance was accepted by an engine whose default was 7 attempts (its stored
     # configuration says so); the engine's default is 3 now.
+    assert frozen["defaults"]["lease_seconds"] == 60  # the dispatch layer's default lease
     frozen["steps"]["b"]["retry"]["max_attempts"] = 7
+    frozen["defaults"]["lease_seconds"] = 90
     text = exactjson.dumps(frozen)
     key = parse(text, engine.limits).key
 
@@ -110,6 +113,8 @@ def test_a_changed_default_never_changes_a_running_instance(
     (a,) = work(restarted, ns, handlers=["a"])
     report(restarted, ns, a, {})
     assert _max_attempts(restarted, old.workflow_id, "b") == 7  # the old value holds
+    (b,) = work(restarted, ns, handlers=["b"])
+    assert b.heartbeat_timeout == 90  # and so does the lease length it was accepted with
     with _sdk(restarted, tenant) as sdk:
         fresh = sdk.start("fd", {})
         view = sdk.get_workflow(old.workflow_id)
@@ -118,6 +123,8 @@ def test_a_changed_default_never_changes_a_running_instance(
     (a2,) = work(restarted, ns, handlers=["a"])
     report(restarted, ns, a2, {})
     assert _max_attempts(restarted, fresh.workflow_id, "b") == 3  # a new instance: today's
+    (b2,) = work(restarted, ns, handlers=["b"])
+    assert b2.heartbeat_timeout == 60
 
 
 def test_signal_limits_are_the_instance_s(any_db: Database, plugin_host: PluginHost) -> None:

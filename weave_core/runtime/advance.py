@@ -45,7 +45,7 @@ from weave_core.plan import (
     command_to_json,
 )
 from weave_core.program import Program
-from weave_core.runtime.frozen import instance_limits
+from weave_core.runtime.frozen import instance_limits, task_spec
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import (
     MOVING,
@@ -207,9 +207,9 @@ def _activate(
     task_id: str | None = None
     details: dict[str, exactjson.JSON] = {"kind": kind}
     if isinstance(command, TaskCommand):
-        spec = TaskSpec.from_command(
+        spec = task_spec(conn, engine.limits, li.config_hash, TaskSpec.from_command(
             command, owner_id=activation_id, gate_id=li.gate_id, deadline_at=li.deadline_at
-        )
+        ))
         task_id = create_task_txn(conn, namespace=li.namespace, spec=spec, now=now,
                                   limits=instance_limits(conn, engine.limits, li.config_hash),
                                   gate_open=li.gate_open)

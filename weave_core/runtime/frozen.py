@@ -14,7 +14,9 @@ JSON):
   the definition left them out (retry policy, timeouts, ``attempts_per_round``, parameter
   versions …);
 - ``defaults``: the instance-level values resolved from defaults (``failure_policy``,
-  ``deadline_seconds``).
+  ``deadline_seconds``) and the lease length of a task whose step sets neither a heartbeat
+  nor a start-to-close timeout (``lease_seconds``: written into such a task as its
+  heartbeat timeout when it is created, :func:`task_spec`).
 
 Instances started alike share one stored copy: ``weave_instance_configs`` holds each
 distinct configuration once, under its content hash, and the instance row carries only
@@ -45,6 +47,7 @@ from pydantic import BaseModel
 from sqlalchemy.engine import Connection
 
 from weave_core import exactjson
+from weave_core.dispatch.model import DEFAULT_LEASE_SECONDS, TaskSpec
 from weave_core.exactjson import JSON
 from weave_core.limits import Limits
 from weave_core.program import Program
@@ -108,7 +111,8 @@ def _freeze(program: Program, limits: Limits, failure_policy: str, deadline_seco
         "schema_version": SCHEMA_VERSION,
         "limits": dataclasses.asdict(limits),
         "steps": step_defaults(program),
-        "defaults": {"failure_policy": failure_policy, "deadline_seconds": deadline_seconds},
+        "defaults": {"failure_policy": failure_policy, "deadline_seconds": deadline_seconds,
+                     "lease_seconds": DEFAULT_LEASE_SECONDS},
     })
 
 
@@ -120,6 +124,8 @@ class Frozen:
     """Its content hash: the instance's ``config_hash`` and a program cache key part."""
     limits: Limits
     steps: Mapping[str, JSON]
+    lease_seconds: int | None = None
+    """The lease of a task whose step fixes none (no heartbeat, no start-to-close)."""
 
 
 def parse(text: str, engine_limits: Limits) -> Frozen:
@@ -131,7 +137,9 @@ def parse(text: str, engine_limits: Limits) -> Frozen:
     names = {f.name for f in dataclasses.fields(Limits)}
     limits = dataclasses.replace(engine_limits, **{
         k: int(v) for k, v in stored.items() if k in names})
-    return Frozen(exactjson.content_hash(raw), limits, raw.get("steps") or {})
+    lease = (raw.get("defaults") or {}).get("lease_seconds")
+    return Frozen(exactjson.content_hash(raw), limits, raw.get("steps") or {},
+                  None if lease is None else int(lease))
 
 
 class _Cache:
@@ -195,6 +203,17 @@ def instance_limits(conn: Connection, engine_limits: Limits, key: str | None) ->
     return engine_limits if frozen is None else frozen.limits
 
 
+def task_spec(conn: Connection, engine_limits: Limits, key: str | None,
+              spec: TaskSpec) -> TaskSpec:
+    """``spec`` with the lease length frozen at start written in, when its step fixes none
+    (the dispatch layer's default would otherwise be read when the task is claimed)."""
+    frozen = frozen_of(conn, engine_limits, key)
+    if frozen is None or frozen.lease_seconds is None or spec.heartbeat_timeout_s is not None \
+            or spec.start_to_close_s is not None:
+        return spec
+    return dataclasses.replace(spec, heartbeat_timeout_s=frozen.lease_seconds)
+
+
 def read_config(conn: Connection, key: str | None) -> JSON:
     """The stored configuration as JSON, for the instance view."""
     if key is None:
@@ -245,4 +264,5 @@ __all__ = [
     "read_config",
     "step_defaults",
     "store_txn",
+    "task_spec",
 ]

@@ -48,7 +48,7 @@ from weave_core.nodespec import (
     Timeouts,
 )
 from weave_core.program import Program
-from weave_core.runtime.frozen import instance_limits
+from weave_core.runtime.frozen import instance_limits, task_spec
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import MOVING, InstanceStatus, iso, load_json
 from weave_core.runtime.pending import (
@@ -106,8 +106,8 @@ def _start_round(conn: Connection, engine: Engine, li: LockedInstance, *, activa
                  task: TaskCommand, round_no: int, deadline_at: datetime, now: datetime
                  ) -> str:
     """Create round ``round_no`` and its one task (the caller holds the chain)."""
-    spec = TaskSpec.from_command(task, owner_id=activation_id, gate_id=li.gate_id,
-                                 deadline_at=deadline_at)
+    spec = task_spec(conn, engine.limits, li.config_hash, TaskSpec.from_command(
+        task, owner_id=activation_id, gate_id=li.gate_id, deadline_at=deadline_at))
     task_id = create_task_txn(conn, namespace=li.namespace, spec=spec, now=now,
                               limits=instance_limits(conn, engine.limits, li.config_hash),
                               gate_open=li.gate_open)
