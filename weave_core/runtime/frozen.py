@@ -170,6 +170,9 @@ class _Cache:
 
 
 _cache = _Cache()
+_texts: OrderedDict[str, str] = OrderedDict()
+"""Stored configuration texts by hash, for the instance view (rows never change)."""
+_texts_lock = threading.Lock()
 
 
 def store_txn(conn: Connection, text: str, engine_limits: Limits, now: datetime) -> str:
@@ -181,6 +184,7 @@ def store_txn(conn: Connection, text: str, engine_limits: Limits, now: datetime)
                  .prefix_with("OR IGNORE", dialect="sqlite"),
                  {"config_hash": frozen.key, "config": text, "created_at": now})
     _cache.put(frozen.key, engine_limits, frozen)
+    _remember(frozen.key, text)  # a rolled-back start leaves no instance naming it
     return frozen.key
 
 
@@ -215,13 +219,28 @@ def task_spec(conn: Connection, engine_limits: Limits, key: str | None,
 
 
 def read_config(conn: Connection, key: str | None) -> JSON:
-    """The stored configuration as JSON, for the instance view."""
+    """The stored configuration as JSON, for the instance view (stored rows never change:
+    the text is kept per process by hash, so a page costs no statement for it)."""
     if key is None:
         return None
-    c = weave_instance_configs
-    text = conn.execute(sa.select(c.c.config).where(c.c.config_hash == key)
-                        ).scalar_one_or_none()
-    return None if text is None else exactjson.loads(text)
+    with _texts_lock:
+        text = _texts.get(key)
+    if text is None:
+        c = weave_instance_configs
+        text = conn.execute(sa.select(c.c.config).where(c.c.config_hash == key)
+                            ).scalar_one_or_none()
+        if text is None:
+            return None
+        _remember(key, text)
+    return exactjson.loads(text)
+
+
+def _remember(key: str, text: str) -> None:
+    with _texts_lock:
+        _texts[key] = text
+        _texts.move_to_end(key)
+        while len(_texts) > 512:
+            _texts.popitem(last=False)
 
 
 def _merge(target: dict[str, Any], filled: Mapping[str, Any]) -> None:

@@ -174,20 +174,17 @@ def describe_instance(db: Database, namespace: str, instance_id: str) -> dict[st
             "pending": _pending(conn, instance_id),
             **_waits(conn, namespace, instance_id),
             **_controls(conn, namespace, instance_id, view.review_reason),
-            "config": _config(conn, instance_id),
+            "config": _config(conn, view.config_hash),
         }
 
     return db.read(_read, name="describe_instance")
 
 
-def _config(conn: Connection, instance_id: str) -> Any:
+def _config(conn: Connection, config_hash: str | None) -> Any:
     """The effective configuration the instance was accepted with (issue 12)."""
     from weave_core.runtime.frozen import read_config
 
-    i = weave_instances
-    key = conn.execute(sa.select(i.c.config_hash).where(i.c.instance_id == instance_id)
-                       ).scalar_one_or_none()
-    return read_config(conn, key)
+    return read_config(conn, config_hash)
 
 
 # --- the list ---------------------------------------------------------------------------
