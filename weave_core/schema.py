@@ -357,6 +357,8 @@ weave_instances = sa.Table(
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("updated_at", Timestamp, nullable=False),
     sa.Column("settled_at", Timestamp, nullable=True),
+    # The effective configuration frozen at start: its hash in weave_instance_configs (0007).
+    sa.Column("config_hash", sa.CHAR(64), nullable=True),
     sa.Index("ix_weave_instances_created", "namespace", "created_at", "instance_id"),
     sa.Index("ix_weave_instances_status", "namespace", "status", "created_at", "instance_id"),
     # The retention purge: settled instances of a namespace, oldest first (0006).
@@ -649,3 +651,18 @@ weave_worker_sightings = sa.Table(
 )
 
 __all__ += ["weave_worker_sightings"]
+
+# --- review (issue 12): the effective configuration frozen at start --------------------
+
+# Each distinct effective configuration (limits and resolved defaults, canonical exact
+# JSON) once, under its content hash; ``weave_instances.config_hash`` names an instance's.
+weave_instance_configs = sa.Table(
+    "weave_instance_configs",
+    metadata,
+    sa.Column("config_hash", sa.CHAR(64), primary_key=True),
+    sa.Column("config", Document, nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+    **TABLE_OPTIONS,
+)
+
+__all__ += ["weave_instance_configs"]

@@ -406,6 +406,11 @@ class WorkflowDetail(WorkflowModel):
         default_factory=list,
         description="why pending work waits: handler_unavailable (no worker asked for the "
         "task's queue, handler and version within window_seconds)")
+    config: JsonObject | None = Field(
+        default=None,
+        description="the effective configuration frozen when the instance was accepted: "
+        "limits, the values steps took from defaults, resolved defaults (null for "
+        "instances started before it was recorded)")
 
 
 class WorkflowList(ApiModel):
@@ -442,9 +447,10 @@ class ControlRequestModel(ApiModel):
 
 class ReviewRequestModel(ApiModel):
     """One review action: ``conclude`` (step_id, conclusion, evidence), ``resolve``
-    (outcome), or ``recover`` (step_id, expected_state_version, optional conclusion)."""
+    (outcome), ``recover`` (step_id, expected_state_version, optional conclusion), or
+    ``accept`` (step_id, expected_state_version, output, evidence: a reviewed result)."""
 
-    action: Literal["conclude", "resolve", "recover"]
+    action: Literal["conclude", "resolve", "recover", "accept"]
     operation_id: str = Field(min_length=1, max_length=64)
     reason: str = Field(min_length=1, max_length=1024)
     step_id: str | None = Field(default=None, min_length=1, max_length=128)
@@ -453,6 +459,8 @@ class ReviewRequestModel(ApiModel):
                         "effect_unknown"] | None = None
     evidence: JsonObject | None = None
     outcome: Literal["continue", "failed", "cancelled"] = "continue"
+    output: Any = Field(default=None, description="accept: the output the reviewer observed "
+                        "(checked against the step's output contract)")
 
 
 class ReviewResponse(ApiModel):

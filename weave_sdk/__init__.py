@@ -14,6 +14,8 @@ from weave_sdk._version import __version__
 from weave_sdk.client import AsyncClient, Client
 from weave_sdk.controls import (
     ReviewResult,
+    accept,
+    accept_async,
     cancel,
     cancel_async,
     conclude,
@@ -196,6 +198,8 @@ __all__ = [
     "WorkflowStatus",
     "WorkflowTimeoutError",
     "__version__",
+    "accept",
+    "accept_async",
     "all_of",
     "any_of",
     "cancel",

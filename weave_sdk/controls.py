@@ -53,14 +53,25 @@ def _control_call(namespace_path: str, action: str, workflow_id: str, *, reason:
                  lambda r: WorkflowExecution.model_validate(_expect(r, 200)), content)
 
 
+_NO_OUTPUT: Any = object()
+"""No ``output`` member at all (``None`` is the JSON ``null`` output)."""
+
+
 def _review_call(namespace_path: str, workflow_id: str, action: str, *, reason: str,
                  step_id: str | None, expected_state_version: int | None,
                  conclusion: str | None, evidence: dict[str, Any] | None,
-                 outcome: str | None, operation_id: str | None) -> _Call[ReviewResult]:
-    content = _body({"action": action, "operation_id": operation_id or str(uuid.uuid4()),
-                     "reason": reason, "step_id": step_id,
-                     "expected_state_version": expected_state_version,
-                     "conclusion": conclusion, "evidence": evidence, "outcome": outcome})
+                 outcome: str | None, operation_id: str | None,
+                 output: Any = _NO_OUTPUT) -> _Call[ReviewResult]:
+    from weave_sdk import dumps
+
+    payload = {k: v for k, v in {
+        "action": action, "operation_id": operation_id or str(uuid.uuid4()),
+        "reason": reason, "step_id": step_id, "expected_state_version": expected_state_version,
+        "conclusion": conclusion, "evidence": evidence, "outcome": outcome}.items()
+        if v is not None}
+    if output is not _NO_OUTPUT:
+        payload["output"] = output
+    content = dumps(payload).encode()
     return _Call("POST", _path(namespace_path, workflow_id, "review"),
                  lambda r: ReviewResult.model_validate(_expect(r, 200)), content)
 
@@ -149,6 +160,22 @@ def recover(client: Client, workflow_id: str, step_id: str, *, reason: str,
                   evidence=evidence, operation_id=operation_id)
 
 
+def accept(client: Client, workflow_id: str, step_id: str, output: Any, *, reason: str,
+           evidence: dict[str, Any], expected_state_version: int | None = None,
+           operation_id: str | None = None) -> ReviewResult:
+    """Submit the output a reviewer observed for a task step in review whose effect is
+    confirmed present (``action`` ``accept``, permission ``review``): checked against the
+    step's output contract, recorded as a reviewed result with ``evidence``, and the
+    workflow advances from it as from a task success. ``expected_state_version=None``
+    reads the step's current version first."""
+    if expected_state_version is None:
+        expected_state_version = client.get_workflow(workflow_id).step(step_id).version
+    return client._run(_review_call(
+        client._settings.ns_path(""), workflow_id, "accept", reason=reason, step_id=step_id,
+        expected_state_version=expected_state_version, conclusion=None, evidence=evidence,
+        outcome=None, operation_id=operation_id, output=output))
+
+
 # --- async ----------------------------------------------------------------------------
 
 
@@ -234,8 +261,24 @@ async def recover_async(client: AsyncClient, workflow_id: str, step_id: str, *, 
                               operation_id=operation_id)
 
 
+async def accept_async(client: AsyncClient, workflow_id: str, step_id: str, output: Any, *,
+                       reason: str, evidence: dict[str, Any],
+                       expected_state_version: int | None = None,
+                       operation_id: str | None = None) -> ReviewResult:
+    """:func:`accept` for the ``AsyncClient``."""
+    if expected_state_version is None:
+        view = await client.get_workflow(workflow_id)
+        expected_state_version = view.step(step_id).version
+    return await client._run(_review_call(
+        client._settings.ns_path(""), workflow_id, "accept", reason=reason, step_id=step_id,
+        expected_state_version=expected_state_version, conclusion=None, evidence=evidence,
+        outcome=None, operation_id=operation_id, output=output))
+
+
 __all__ = [
     "ReviewResult",
+    "accept",
+    "accept_async",
     "cancel",
     "cancel_async",
     "conclude",

@@ -104,8 +104,24 @@ class WaitInfo(_View):
     settled_at: datetime | None = None
 
 
+class LateReport(_View):
+    """A report of a round's task that came too late to count (an attempt authorised
+    before the poll deadline that answered after it, or a superseded attempt): refused by
+    the dispatch layer, kept with its content as evidence. It never clears a review."""
+
+    attempt_id: str | None = None
+    reason: str | None = None
+    """``lease_expired`` or ``attempt_superseded``."""
+    outcome: str | None = None
+    output: Any = None
+    error: Any = None
+    report_hash: str | None = None
+    reported_at: datetime | None = None
+
+
 class PollRoundInfo(_View):
-    """One round of a poll: its task, the status it read and how it was classified."""
+    """One round of a poll: its task, the status it read and how it was classified;
+    ``late_reports`` keeps the answers of its attempts that came too late to count."""
 
     activation_id: str
     round: int
@@ -117,6 +133,7 @@ class PollRoundInfo(_View):
     classification: str | None = None
     created_at: datetime | None = None
     settled_at: datetime | None = None
+    late_reports: list[LateReport] = []
 
 
 class OperationInfo(_View):
@@ -197,5 +214,5 @@ class HistoryTaskEvent(TaskEventInfo):
     step_id: str
 
 
-__all__ = ["AttemptInfo", "HistoryTaskEvent", "OperationInfo", "PollRoundInfo", "SignalInfo",
-           "TaskEventInfo", "WaitInfo", "WaitReasonInfo", "WorkflowStatus"]
+__all__ = ["AttemptInfo", "HistoryTaskEvent", "LateReport", "OperationInfo", "PollRoundInfo",
+           "SignalInfo", "TaskEventInfo", "WaitInfo", "WaitReasonInfo", "WorkflowStatus"]

@@ -193,6 +193,12 @@ class WorkflowDescription(WorkflowExecution):
     review: dict[str, Any] | None = None
     """``reason``, ``blocking_steps`` and ``unknown_effects`` (each with its
     ``conclusion``, or ``None``)."""
+    config: dict[str, Any] | None = None
+    """The effective configuration frozen when the instance was accepted: ``limits`` (every
+    engine limit as it was), ``steps`` (per step, the values it took from defaults: retry
+    policy, timeouts, parameter versions ...) and ``defaults`` (``failure_policy``,
+    ``deadline_seconds``, ``lease_seconds``); ``None`` for an instance started before it
+    was recorded."""
 
     def step(self, step_id: str) -> StepInfo:
         """The step ``step_id`` (``KeyError`` when it has no row yet)."""
@@ -371,6 +377,17 @@ class WorkflowHandle:
                        expected_state_version=expected_state_version, conclusion=conclusion,
                        evidence=evidence, operation_id=operation_id)
 
+    def accept(self, step_id: str, output: Any, *, reason: str, evidence: dict[str, Any],
+               expected_state_version: int | None = None,
+               operation_id: str | None = None) -> ReviewResult:
+        """Submit a reviewed result for a step whose effect is confirmed present (see
+        :func:`weave_sdk.controls.accept`)."""
+        from weave_sdk.controls import accept
+
+        return accept(self._client, self.workflow_id, step_id, output, reason=reason,
+                      evidence=evidence, expected_state_version=expected_state_version,
+                      operation_id=operation_id)
+
     def result(
         self,
         timeout: float | None = None,
@@ -506,6 +523,17 @@ class AsyncWorkflowHandle:
                                    expected_state_version=expected_state_version,
                                    conclusion=conclusion, evidence=evidence,
                                    operation_id=operation_id)
+
+    async def accept(self, step_id: str, output: Any, *, reason: str, evidence: dict[str, Any],
+                     expected_state_version: int | None = None,
+                     operation_id: str | None = None) -> ReviewResult:
+        """See :meth:`WorkflowHandle.accept`."""
+        from weave_sdk.controls import accept_async
+
+        return await accept_async(self._client, self.workflow_id, step_id, output,
+                                  reason=reason, evidence=evidence,
+                                  expected_state_version=expected_state_version,
+                                  operation_id=operation_id)
 
     async def result(
         self,

@@ -8,8 +8,10 @@ report                                     answer
 =========================================  ===========================================
 same attempt, same content, already taken  200 replay: nothing changes
 same attempt, different content            409 ``report_conflict``: the first stands
-superseded attempt (task moved on)         409 ``attempt_superseded``: recorded + audited
+superseded attempt (task moved on)         409 ``attempt_superseded``: recorded (with its
+                                           content, as evidence) + audited
 current attempt, lease expired             409 ``lease_expired``: expiry applied, recorded
+                                           (with its content)
 unknown attempt for this task              404 ``attempt_not_found``
 =========================================  ===========================================
 """
@@ -178,8 +180,11 @@ def _refuse_txn(
         "attempt_id": attempt_id, "reason": reason, "outcome": report.outcome.value,
         "report_hash": report.content_hash(),
     }
+    # The event keeps the report's content as evidence (a late poll answer, a superseded
+    # attempt's result); the audit row keeps its hash.
     record_event_txn(conn, task, revision=int(task.revision), event_type="task.report_refused",
-                     now=now, attempt_id=attempt_id, payload=payload)
+                     now=now, attempt_id=attempt_id,
+                     payload={**payload, "report": report.to_json()})
     write_audit(conn, namespace=task.namespace, actor=actor, action="task.report_refused",
                 object_type="task", object_id=task.task_id, metadata=payload, at=now)
 

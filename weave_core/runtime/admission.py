@@ -1,10 +1,11 @@
 """Admission: start an instance in one transaction (R-3.1 to R-3.3).
 
-Idempotency record → instance (+ execution gate) → first activations and their tasks
-(the decision core's first plan, successors in a savepoint) → deadline record → audit,
-all committed together. ``latest`` is resolved once, at first acceptance, and pinned; the
-same (namespace, operation type, key) with the same request returns the original
-instance even after a newer version was published (R-3.2).
+Idempotency record → instance (+ execution gate) → first activations and their tasks (the
+decision core's first plan, successors in a savepoint) → deadline record → audit, all
+committed together, with the effective configuration (limits and resolved defaults,
+``runtime.frozen``) the instance runs under from then on. ``latest`` is resolved once, at
+first acceptance, and pinned; the same (namespace, operation type, key) with the same
+request returns the original instance even after a newer version was published (R-3.2).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from weave_core.exactschema import ExactValidator
 from weave_core.locks import lock_namespace_shared
 from weave_core.program import Program
 from weave_core.runtime.advance import advance_txn
+from weave_core.runtime.frozen import freeze, store_txn
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import (
     FailurePolicy,
@@ -163,6 +165,8 @@ def start_workflow(
     wait_problems = start_problems(program, int(seconds), engine.limits)
     if wait_problems:
         raise ValidationError("the definition's waits do not fit this start", wait_problems)
+    config = freeze(program, engine.limits, failure_policy=policy,
+                    deadline_seconds=int(seconds))
 
     def _start(conn: Connection) -> StartResult:
         if lock_namespace_shared(conn, namespace) is None:
@@ -176,6 +180,7 @@ def start_workflow(
         instance_id = new_instance_id()
         gate_id = create_gate_txn(conn, namespace=namespace, now=now)
         deadline_at = now + timedelta(seconds=int(seconds))
+        config_hash = store_txn(conn, config, engine.limits, now)
         conn.execute(sa.insert(weave_idempotency), dict(
             namespace=namespace, operation_type=request.operation_type,
             idempotency_key=request.idempotency_key, request_hash=request.request_hash(),
@@ -190,6 +195,7 @@ def start_workflow(
             deadline_at=deadline_at, output=None, review_reason=None,
             operation_type=request.operation_type, idempotency_key=request.idempotency_key,
             created_by=actor, created_at=now, updated_at=now, settled_at=None,
+            config_hash=config_hash,
         ))
         li = LockedInstance(
             instance_id=instance_id, namespace=namespace, definition_id=record.definition_id,
@@ -198,7 +204,7 @@ def start_workflow(
             failure_policy=policy, status=InstanceStatus.RUNNING, paused=False,
             gate_id=gate_id, gate_open=True, namespace_disabled=False,
             deadline_at=deadline_at, revision=0, root_version=0, control_version=0,
-            review_reason=None, steps={},
+            review_reason=None, steps={}, config_hash=config_hash,
         )
         operation_id = new_operation_id()
         history = History(namespace, instance_id, 0, operation_id, now)

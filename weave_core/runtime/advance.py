@@ -45,6 +45,7 @@ from weave_core.plan import (
     command_to_json,
 )
 from weave_core.program import Program
+from weave_core.runtime.frozen import instance_limits, task_spec
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import (
     MOVING,
@@ -206,11 +207,12 @@ def _activate(
     task_id: str | None = None
     details: dict[str, exactjson.JSON] = {"kind": kind}
     if isinstance(command, TaskCommand):
-        spec = TaskSpec.from_command(
+        spec = task_spec(conn, engine.limits, li.config_hash, TaskSpec.from_command(
             command, owner_id=activation_id, gate_id=li.gate_id, deadline_at=li.deadline_at
-        )
+        ))
         task_id = create_task_txn(conn, namespace=li.namespace, spec=spec, now=now,
-                                  limits=engine.limits, gate_open=li.gate_open)
+                                  limits=instance_limits(conn, engine.limits, li.config_hash),
+                                  gate_open=li.gate_open)
         details.update(task_id=task_id, queue=command.queue)
     insert_rows(conn, weave_activations,
                 _activation_row(li, step_id, kind, command, now, activation_id, task_id))
@@ -374,7 +376,8 @@ def advance_txn(
         return outcome
     allow_new = li.allow_new(now)
     on_time = (fact_at or now) <= li.deadline_at
-    budget = max(1, min(engine.limits.max_plan_changes, MAX_PLAN_LIMIT))
+    limits = instance_limits(conn, engine.limits, li.config_hash)
+    budget = max(1, min(limits.max_plan_changes, MAX_PLAN_LIMIT))
     try:
         plan = program.plan(li.snapshot(), budget, allow_new)
     except PlanRejectedError as exc:

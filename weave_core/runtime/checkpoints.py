@@ -139,7 +139,7 @@ def _continue_txn(conn: Connection, engine: Engine, li: LockedInstance | None, p
         return PendingResult(pending_id, "unchanged", instance_id)
     history = History(li.namespace, li.instance_id, li.revision, new_operation_id(), now,
                       previous_at=previous)
-    program = programs(engine).get(conn, li.namespace, li.definition_id, li.version)
+    program = programs(engine).for_instance(conn, li)
     metadata: dict[str, JSON] = {
         "source": {"checkpoint_id": pending_id, "kind": row.kind, "ref": row.ref},
         "node": engine.node_id, "reason": row.reason,

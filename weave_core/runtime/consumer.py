@@ -63,6 +63,7 @@ from weave_core.runtime.instances import (
     new_operation_id,
 )
 from weave_core.runtime.programs import programs
+from weave_core.runtime.quarantine import hold_step_txn
 from weave_core.runtime.snapshot import LockedInstance, lock_chain
 from weave_core.schema import (
     weave_activations,
@@ -404,7 +405,7 @@ def consume_held_txn(conn: Connection, engine: Engine, li: LockedInstance, act: 
     history = History(li.namespace, li.instance_id, li.revision, new_operation_id(), now)
     if after_lock:
         history.previous_at = None
-    program = programs(engine).get(conn, li.namespace, li.definition_id, li.version)
+    program = programs(engine).for_instance(conn, li)
     metadata: dict[str, JSON] = {"source": _source(row), "node": engine.node_id}
     try:
         if forced is not None:
@@ -415,6 +416,7 @@ def consume_held_txn(conn: Connection, engine: Engine, li: LockedInstance, act: 
         history.record("result.quarantined", activation_id=row.source_activation_id,
                        reason=mismatch.code.value,
                        details={**_source(row), "message": mismatch.message})
+        hold_step_txn(conn, li, history, program, act, inbox_id, mismatch.code.value, now)
         to_review(conn, li, history, ReviewReason.QUARANTINED_RESULT.value, now=now,
                   close_gate=True, details={"inbox_id": int(row.id)})
         history.write(conn, actor=engine.actor, action="workflow.result.quarantined",

@@ -112,6 +112,8 @@ class InstanceView:
     created_at: datetime
     updated_at: datetime
     settled_at: datetime | None
+    config_hash: str | None = None
+    """The effective configuration frozen at start (``runtime.frozen``; not in ``to_json``)."""
 
     @classmethod
     def from_row(cls, row: RowMapping) -> InstanceView:
@@ -137,6 +139,7 @@ class InstanceView:
             created_at=row["created_at"],
             updated_at=row["updated_at"],
             settled_at=row["settled_at"],
+            config_hash=row.get("config_hash"),
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -1,7 +1,10 @@
 """Compiled programs, cached per engine by (namespace, definition id, version).
 
 Published versions are immutable (R-2.3), so a compiled :class:`~weave_core.program.Program`
-never goes stale; the cache is small and bounded (least recently used out first).
+never goes stale; the cache is small and bounded (least recently used out first). An
+instance runs the program of its pinned version *as it was accepted*
+(:meth:`ProgramCache.for_instance`): compiled under the limits and with the step defaults
+frozen at its start (``runtime.frozen``), cached under that configuration's hash too.
 """
 
 from __future__ import annotations
@@ -18,12 +21,14 @@ from weave_core import exactjson
 from weave_core.engine import Engine
 from weave_core.errors import NotFoundError
 from weave_core.program import Program, compile
+from weave_core.runtime.frozen import effective_document, frozen_of
+from weave_core.runtime.snapshot import LockedInstance
 from weave_core.schema import weave_definitions
 
 CACHE_SIZE: Final = 256
 _READ_MAX_DEPTH: Final = 512
 
-Key = tuple[str, str, str]
+Key = tuple[str, ...]
 
 
 class ProgramCache:
@@ -55,12 +60,34 @@ class ProgramCache:
         assert engine is not None, "engine closed"
         return self.put(key, compile(document, engine.plugins, engine.limits))
 
+    def for_instance(self, conn: Connection, li: LockedInstance) -> Program:
+        """The program ``li`` runs: its pinned version under its frozen configuration (the
+        engine's current one for an instance started before it was recorded)."""
+        if li.config_hash is None:
+            return self.get(conn, li.namespace, li.definition_id, li.version)
+        key = (li.namespace, li.definition_id, li.version, li.config_hash)
+        program = self.cached(key)
+        if program is not None:
+            return program
+        engine = self._engine()
+        assert engine is not None, "engine closed"
+        frozen = frozen_of(conn, engine.limits, li.config_hash)
+        assert frozen is not None
+        document = effective_document(
+            self._document(conn, li.namespace, li.definition_id, li.version), frozen.steps)
+        return self.put(key, compile(document, engine.plugins, frozen.limits))
+
     def get(self, conn: Connection, namespace: str, definition_id: str, version: str) -> Program:
         """The program of one pinned version, reading the document in ``conn`` on a miss."""
         key = (namespace, definition_id, version)
         program = self.cached(key)
         if program is not None:
             return program
+        return self.compile_document(key, self._document(conn, namespace, definition_id,
+                                                         version))
+
+    def _document(self, conn: Connection, namespace: str, definition_id: str,
+                  version: str) -> exactjson.JSON:
         t = weave_definitions
         text = conn.execute(
             sa.select(t.c.document).where(
@@ -74,7 +101,7 @@ class ProgramCache:
                 f"definition {definition_id!r} version {version!r} not found",
                 details={"definition_id": definition_id, "version": version},
             )
-        return self.compile_document(key, exactjson.loads(text, max_depth=_READ_MAX_DEPTH))
+        return exactjson.loads(text, max_depth=_READ_MAX_DEPTH)
 
 
 _caches: dict[int, ProgramCache] = {}

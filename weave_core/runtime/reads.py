@@ -158,7 +158,8 @@ def _controls(conn: Connection, namespace: str, instance_id: str,
 
 def describe_instance(db: Database, namespace: str, instance_id: str) -> dict[str, Any]:
     """One instance with its steps, activations, tasks and pending (due) work, its waits,
-    and its operations, cancel intent and review (reason, blocking steps, unknown effects).
+    and its operations, cancel intent and review (reason, blocking steps, unknown effects),
+    and the effective configuration frozen at its start.
     """
 
     def _read(conn: Connection) -> dict[str, Any]:
@@ -173,9 +174,17 @@ def describe_instance(db: Database, namespace: str, instance_id: str) -> dict[st
             "pending": _pending(conn, instance_id),
             **_waits(conn, namespace, instance_id),
             **_controls(conn, namespace, instance_id, view.review_reason),
+            "config": _config(conn, view.config_hash),
         }
 
     return db.read(_read, name="describe_instance")
+
+
+def _config(conn: Connection, config_hash: str | None) -> Any:
+    """The effective configuration the instance was accepted with (issue 12)."""
+    from weave_core.runtime.frozen import read_config
+
+    return read_config(conn, config_hash)
 
 
 # --- the list ---------------------------------------------------------------------------

@@ -90,6 +90,8 @@ class LockedInstance:
     control_version: int
     review_reason: str | None
     steps: dict[str, StepRecord]
+    config_hash: str | None = None
+    """The effective configuration frozen at start (``runtime.frozen``; None before 0007)."""
     updates: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -227,6 +229,7 @@ def _locked(row: Any, gate: Any, ns: Any, queues: tuple[str, ...],
         control_version=int(row.control_version),
         review_reason=row.review_reason,
         steps={r.step_id: _step_record(r) for r in step_rows},
+        config_hash=row.config_hash,
     )
 
 
@@ -265,7 +268,7 @@ _NAMESPACE_COLUMNS = ("name", "disabled")
 _INSTANCE_COLUMNS = (
     "instance_id", "namespace", "definition_id", "version", "content_hash", "input",
     "queues", "failure_policy", "status", "paused", "gate_id", "deadline_at", "revision",
-    "root_version", "control_version", "review_reason",
+    "root_version", "control_version", "review_reason", "config_hash",
 )
 _GATE_COLUMNS = ("gate_id", "is_open")
 _STEP_COLUMNS = ("step_id", "phase", "version", "output", "decision", "activation_id",

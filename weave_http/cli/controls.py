@@ -4,8 +4,9 @@
 ``resume`` and ``cancel``): without ``--expected-version`` the instance's current control
 version is read first; without ``--operation-id`` a fresh one is made (pass your own to
 retry safely: a repeat returns the first outcome). ``weave review WORKFLOW_ID ACTION``
-with ``conclude``, ``resolve`` or ``recover``. Prints the instance (``--json``: exact JSON);
-a refusal prints ``error[<code>]: <detail>`` on stderr and exits 1.
+with ``conclude``, ``resolve``, ``recover`` or ``accept`` (``--output``). Prints the
+instance (``--json``: exact JSON); a refusal prints ``error[<code>]: <detail>`` on stderr
+and exits 1.
 """
 
 from __future__ import annotations
@@ -62,6 +63,13 @@ def _review(client: Client, args: argparse.Namespace, out: TextIO, err: TextIO) 
                              expected_state_version=args.expected_state_version,
                              conclusion=args.conclusion, evidence=evidence,
                              operation_id=args.operation_id)
+    elif args.action == "accept":
+        if args.step is None or args.output is None or evidence is None:
+            raise UsageError("accept needs --step, --output and --evidence")
+        result = sdk.accept(client, args.workflow_id, args.step, read_input(args.output),
+                            reason=args.reason, evidence=evidence,
+                            expected_state_version=args.expected_state_version,
+                            operation_id=args.operation_id)
     else:
         result = sdk.review(client, args.workflow_id, args.action, reason=args.reason,
                             step_id=args.step, expected_state_version=args.expected_state_version,
@@ -93,9 +101,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "review", help="conclude on a step, resolve a review, or recover a step",
         description="Review an instance in NEEDS_REVIEW: 'conclude' records a conclusion "
         "with evidence on a step, 'resolve' ends the review (--outcome), 'recover' re-runs "
-        "a failed step under a new activation. Exit 0 when accepted, 1 when refused.")
+        "a failed step under a new activation, 'accept' records the output observed for a "
+        "step whose effect is confirmed present (--output, --evidence) and continues. "
+        "Exit 0 when accepted, 1 when refused.")
     review.add_argument("workflow_id", metavar="WORKFLOW_ID")
-    review.add_argument("action", choices=["conclude", "resolve", "recover"])
+    review.add_argument("action", choices=["conclude", "resolve", "recover", "accept"])
     review.add_argument("--reason", required=True, help="why (recorded with the audit)")
     review.add_argument("--step", default=None, metavar="STEP_ID")
     review.add_argument("--expected-state-version", type=int, default=None, metavar="N",
@@ -105,6 +115,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                                  "effect_confirmed_present", "effect_unknown"])
     review.add_argument("--evidence", default=None, metavar="JSON|@FILE",
                         help="a JSON object: what shows the effect's state")
+    review.add_argument("--output", default=None, metavar="JSON|@FILE",
+                        help="accept only: the output observed (checked against the "
+                        "step's output contract)")
     review.add_argument("--outcome", default=None, choices=["continue", "failed", "cancelled"],
                         help="resolve only (default continue)")
     review.add_argument("--operation-id", default=None, metavar="ID")

@@ -59,6 +59,14 @@ def _rounds(rounds: Sequence[PollRoundInfo], out: TextIO) -> None:
     ], out)
 
 
+def _late_reports(rounds: Sequence[PollRoundInfo], out: TextIO) -> None:
+    table(["ROUND", "ATTEMPT", "REFUSED AS", "OUTCOME", "WHEN", "ANSWER"], [
+        [str(r.round), x.attempt_id or "-", x.reason or "-", x.outcome or "-",
+         _when(x.reported_at), _cell(x.output if x.error is None else x.error)]
+        for r in rounds for x in r.late_reports
+    ], out)
+
+
 def _operations(operations: Sequence[OperationInfo], out: TextIO) -> None:
     table(["OPERATION", "KIND", "ACTOR", "STEP", "WHEN", "REASON"], [
         [o.operation_id, o.kind, o.actor, o.step_id or "-", _when(o.created_at),
@@ -86,6 +94,9 @@ def render_waits(view: WorkflowDescription, out: TextIO) -> None:
         _waits(view.waits, out)
     if section("poll rounds", bool(view.poll_rounds)):
         _rounds(view.poll_rounds, out)
+    if section("late poll answers (evidence only)",
+               any(r.late_reports for r in view.poll_rounds)):
+        _late_reports(view.poll_rounds, out)
     if section("operations", bool(view.operations)):
         _operations(view.operations, out)
 

@@ -19,11 +19,13 @@ from weave_core.engine import Engine
 from weave_core.errors import Problem, ValidationError
 from weave_core.identity import Permission
 from weave_core.runtime.controls import (
+    AcceptRequest,
     ConcludeRequest,
     ControlRequest,
     OperationOutcome,
     RecoverRequest,
     ResolveRequest,
+    accept,
     cancel,
     conclude,
     pause,
@@ -88,6 +90,15 @@ async def review(request: Request, ctx: Context) -> Response:
             return recover(engine, namespace, workflow_id, RecoverRequest(
                 body.operation_id, body.reason, body.step_id, body.expected_state_version,
                 body.conclusion, body.evidence), actor=actor)
+        if body.action == "accept":
+            _missing(body, "step_id", "expected_state_version")
+            if "output" not in body.model_fields_set:
+                raise ValidationError("invalid accept request", [
+                    Problem("$.output", "required", "accept needs output")])
+            assert body.step_id is not None and body.expected_state_version is not None
+            return accept(engine, namespace, workflow_id, AcceptRequest(
+                body.operation_id, body.reason, body.step_id, body.expected_state_version,
+                body.output, body.evidence), actor=actor)
         return resolve(engine, namespace, workflow_id,
                        ResolveRequest(body.operation_id, body.reason, body.outcome),
                        actor=actor)
@@ -119,7 +130,8 @@ API_ROUTES: tuple[ApiRoute, ...] = (
     ApiRoute(
         method="POST", path=f"{WORKFLOW}/review", endpoint=review,
         operation_id="reviewWorkflow",
-        summary="Review: conclude on a step, resolve the review, or recover a step",
+        summary="Review: conclude on a step, resolve the review, recover a step, or "
+        "accept a reviewed result",
         permission=Permission.REVIEW, request_model=ReviewRequestModel,
         responses={200: (ReviewResponse, "the instance and the operation as recorded")},
         errors=_ERRORS, tags=_TAGS,

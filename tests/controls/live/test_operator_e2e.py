@@ -80,3 +80,35 @@ def test_operator_cli_and_sdk(weave_server: LiveServer) -> None:
         detail = client.get_workflow(second)
         assert detail.status.value == "SUCCEEDED"
         assert len([a for a in detail.activations if a.step_id == "a"]) == 2
+
+
+def test_operator_accepts_a_reviewed_result_from_the_cli(weave_server: LiveServer) -> None:
+    """A handler's output broke the contract; the operator saw the real one in the channel
+    and submits it with evidence from the CLI: the workflow completes from it."""
+    step: dict[str, Any] = {"id": "a", "kind": "task", "queue": "q",
+                            "handler": {"name": "a", "version": "1"}, "input": {},
+                            "output_schema": {"type": "object", "required": ["job_id"],
+                                              "properties": {"job_id": {"type": "string"}}}}
+    doc = {**DOC, "definition_id": "ops-accept", "steps": [step]}
+    with Client(weave_server.base_url, weave_server.token, weave_server.namespace) as client:
+        client.publish(doc)
+        wid = client.start("ops-accept", {}, idempotency_key="acc").workflow_id
+        _worker(weave_server, "succeeded")  # output {}: no job_id
+        for _ in range(100):
+            if client.get_workflow(wid).status.value == "NEEDS_REVIEW":
+                break
+        assert client.get_workflow(wid).step("a").reason == "output_contract_violated"
+        evidence = '{"ticket": "OPS-7", "console": "job J-1"}'
+        usage = _cli(weave_server, "review", wid, "accept", "--step", "a", "--reason", "r")
+        assert usage.returncode != 0 and "--output" in usage.stderr
+        bad = _cli(weave_server, "review", wid, "accept", "--step", "a", "--output",
+                   '{"job_id": 1}', "--evidence", evidence, "--reason", "typo")
+        assert bad.returncode == 1 and "error[output_contract_violated]" in bad.stderr
+        good = _cli(weave_server, "review", wid, "accept", "--step", "a", "--output",
+                    '{"job_id": "J-1"}', "--evidence", evidence, "--reason",
+                    "the channel shows job J-1", "--json")
+        assert good.returncode == 0, good.stderr
+        assert '"review.accept"' in good.stdout
+        done = client.get_workflow(wid)
+        assert done.status.value == "SUCCEEDED"
+        assert done.step("a").output == {"job_id": "J-1"}

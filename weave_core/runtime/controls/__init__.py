@@ -6,11 +6,14 @@ reason, and commits with its transitions and audit. See docs/operators-guide.md.
 
 Modules: ``operations`` (the operation rows and replay), ``controls`` (pause, resume,
 cancel), ``stop`` (stopping an instance: cancel and FAIL_AFTER_SETTLED), ``review``
-(conclusions, resolve), ``recovery`` (re-running a step), ``views`` (what the instance
+(conclusions, resolve), ``recovery`` (re-running a step), ``accept`` (a reviewed result
+that continues the workflow), ``liveness`` (no operation leaves an instance unexplained),
+``views`` (what the instance
 view shows), ``errors`` (every refusal and its code).
 """
 
 from weave_core.runtime.controls._common import OperationOutcome
+from weave_core.runtime.controls.accept import AcceptRequest, accept
 from weave_core.runtime.controls.controls import ControlRequest, cancel, pause, resume
 from weave_core.runtime.controls.operations import Operation, OperationKind, operations_of
 from weave_core.runtime.controls.recovery import RecoverRequest, recover
@@ -26,6 +29,7 @@ from weave_core.runtime.controls.stop import stop_txn
 from weave_core.runtime.controls.views import control_view
 
 __all__ = [
+    "AcceptRequest",
     "ConcludeRequest",
     "Conclusion",
     "ControlRequest",
@@ -35,6 +39,7 @@ __all__ = [
     "RecoverRequest",
     "ResolveOutcome",
     "ResolveRequest",
+    "accept",
     "cancel",
     "conclude",
     "control_view",

@@ -1,8 +1,10 @@
 """The transaction every control and review operation runs in.
 
 Lock chain of the instance (R-6.2) → replay of a known operation id → the operation's own
-checks and changes → transitions and one audit row (actor: the operator; operation id: the
-client's) → the instance row → the operation row with its response body. One commit.
+checks and changes → an instance taken out of review must have a way forward
+(``liveness.require_way_forward``) → transitions and one audit row (actor: the operator;
+operation id: the client's) → the instance row → the operation row with its response body.
+One commit.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from weave_core.runtime.controls.errors import (
     ControlVersionConflictError,
     WorkflowSettledError,
 )
+from weave_core.runtime.controls.liveness import require_way_forward
 from weave_core.runtime.controls.operations import (
     Operation,
     OperationKind,
@@ -34,6 +37,7 @@ from weave_core.runtime.controls.operations import (
     replay_txn,
 )
 from weave_core.runtime.history import History
+from weave_core.runtime.instances import InstanceStatus
 from weave_core.runtime.pending import ROOT_REF, PendingKind, schedule_txn
 from weave_core.runtime.programs import programs
 from weave_core.runtime.snapshot import LockedInstance, lock_chain
@@ -125,8 +129,11 @@ def run_operation(
         if first is not None:
             return OperationOutcome(first, True)
         history = History(namespace, workflow_id, li.revision, operation_id, now)
-        program = programs(engine).get(conn, namespace, li.definition_id, li.version)
+        program = programs(engine).for_instance(conn, li)
+        before = li.status
         applied = body(conn, li, history, program, now)
+        if before == InstanceStatus.NEEDS_REVIEW:
+            require_way_forward(conn, li, program)
         fault_point("control.mid")  # the operation applied, its history and row not yet
         history.write(conn, actor=actor, action=f"workflow.{kind.value}", metadata={
             "operation_id": operation_id, "kind": kind.value, "reason": reason,

@@ -7,7 +7,7 @@ from its base class in ``weave_http.problems``. Codes are a public contract
 
 from __future__ import annotations
 
-from weave_core.errors import ConflictError, NotFoundError
+from weave_core.errors import ConflictError, NotFoundError, ValidationError
 
 
 class ControlVersionConflictError(ConflictError):
@@ -127,6 +127,26 @@ class StepNotFoundError(NotFoundError):
     code = "step_not_found"
 
 
+class NoActiveWorkError(ConflictError):
+    """The operation would leave the instance running or waiting with nothing to run,
+    wait for or review (RELIABILITY I1): a step is ACTIVE but its work is gone."""
+
+    code = "no_active_work"
+
+
+class StepNotAcceptableError(ConflictError):
+    """A result is accepted only for a task step in review (not a poll, timer, signal or
+    composite, nor a step that is not in review)."""
+
+    code = "step_not_acceptable"
+
+
+class OutputContractError(ValidationError):
+    """A reviewed output breaks the step's output contract (422, like a handler's would)."""
+
+    code = "output_contract_violated"
+
+
 __all__ = [
     "AlreadyCancellingError",
     "AlreadyPausedError",
@@ -136,11 +156,14 @@ __all__ = [
     "EffectPresentError",
     "EffectUnknownError",
     "EvidenceRequiredError",
+    "NoActiveWorkError",
     "NotInReviewError",
     "NotPausedError",
     "OperationConflictError",
+    "OutputContractError",
     "ReviewBlockedError",
     "StateVersionConflictError",
+    "StepNotAcceptableError",
     "StepNotFoundError",
     "StepNotInReviewError",
     "StepNotRecoverableError",

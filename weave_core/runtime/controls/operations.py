@@ -41,6 +41,7 @@ class OperationKind(StrEnum):
     CONCLUDE = "review.conclude"
     RESOLVE = "review.resolve"
     RECOVER = "review.recover"
+    ACCEPT = "review.accept"
 
 
 def check_common(operation_id: str, reason: str) -> None:

@@ -11,10 +11,10 @@ Checks, in order (each refusal has its code):
 4. ownership: the current activation belongs to this instance and step
    (``step_ownership_mismatch``);
 5. the failure category and the side-effect evidence: when the effect is unknown (a lost
-   lease on a non-idempotent handler), the handler is not idempotent, or the handler ran
-   but broke its output contract, re-running is only allowed with a conclusion
-   ``effect_confirmed_absent`` or ``retry_safe`` and its evidence — recorded before with
-   ``conclude`` or given with the recovery (``evidence_required``); a conclusion
+   lease on a non-idempotent handler), the handler is not idempotent, the handler ran but
+   broke its output contract, or its result was quarantined, re-running is only allowed with
+   a conclusion ``effect_confirmed_absent`` or ``retry_safe`` and its evidence — recorded
+   before with ``conclude`` or given with the recovery (``evidence_required``); a conclusion
    ``effect_confirmed_present`` forbids it (``effect_present``). "No response" alone is
    never a reason.
 
@@ -30,8 +30,9 @@ times of the step's earlier wait: a timer its original due time, a signal wait i
 deadline (a signal bound to the old activation never satisfies the new wait; a signal
 accepted while no wait was open does), a poll its deadline and its round number — the
 recovered round's task gets the attempts that round has left, later rounds the full
-``attempts_per_round``. When nothing else blocks, the instance returns to RUNNING and a
-ROOT advance due now continues what was held back.
+``attempts_per_round``. When nothing else blocks, the instance returns to RUNNING (its gate
+reopens unless paused; a quarantine's review ends with its step's) and a ROOT advance due
+now continues what was held back.
 """
 
 from __future__ import annotations
@@ -69,7 +70,6 @@ from weave_core.runtime.controls._common import (
     refuse_terminal,
     run_operation,
 )
-from weave_core.runtime.controls.controls import gate_kept_closed
 from weave_core.runtime.controls.errors import (
     CancelRequestedError,
     DeadlinePassedError,
@@ -80,6 +80,7 @@ from weave_core.runtime.controls.errors import (
     StepOwnershipError,
     StepSucceededError,
 )
+from weave_core.runtime.controls.liveness import review_clears
 from weave_core.runtime.controls.operations import (
     OperationKind,
     cancel_requested_txn,
@@ -190,6 +191,8 @@ def _needs_evidence(command: Command, rec_reason: str | None, act_reason: str | 
         return ReviewReason.EFFECT_UNKNOWN.value
     if CONTRACT_REASON in (rec_reason, act_reason):
         return CONTRACT_REASON
+    if ReviewReason.QUARANTINED_RESULT.value in (rec_reason, act_reason):
+        return ReviewReason.QUARANTINED_RESULT.value  # the task settled: its effect may be done
     inner = command.task if isinstance(command, PollCommand) else command
     if isinstance(inner, TaskCommand) and not inner.idempotent and task is not None \
             and int(task.attempts_used) > 0:
@@ -264,7 +267,7 @@ def recover(engine: Engine, namespace: str, workflow_id: str, request: RecoverRe
                            activation_id=old.activation_id, reason=request.reason,
                            details={"conclusion": inline.value, "evidence": request.evidence,
                                     "actor": actor, "state_version": rec.version})
-        if not gate_kept_closed(li) and not li.paused:
+        if review_clears(li) and not li.paused:
             open_gate_txn(conn, li, history, "recovered", now)
         new_id = activate_txn(conn, engine, li, history, program, rec.step_id, command, now)
         assert new_id is not None and new_id != old.activation_id
@@ -283,7 +286,7 @@ def recover(engine: Engine, namespace: str, workflow_id: str, request: RecoverRe
                            "attempts": attempts, "attempts_spent": spent,
                            "conclusion": None if conclusion is None else conclusion.value,
                            "category": why, "actor": actor})
-        if not blocking_steps(li, program) and not gate_kept_closed(li):
+        if not blocking_steps(li, program) and review_clears(li):
             set_status(li, history, InstanceStatus.RUNNING, now=now)
             li.set(review_reason=None)
             continue_now_txn(conn, li, "recovered", now)

@@ -34,6 +34,7 @@ from weave_core.locks import lock_activation
 from weave_core.program import Program
 from weave_core.runtime.consumer import settle_cancelling
 from weave_core.runtime.controls._common import close_gate_txn
+from weave_core.runtime.frozen import instance_limits
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import ActivationState
 from weave_core.runtime.pending import close_all_txn
@@ -104,7 +105,9 @@ def stop_txn(conn: Connection, engine: Engine, li: LockedInstance, history: Hist
         if task_id is not None and status is not None and TaskStatus(status) in UNSETTLED:
             after = cancel_task_txn(conn, namespace=li.namespace, task_id=task_id, now=now,
                                     actor=actor, reason=reason, lock_capacity=False,
-                                    limits=engine.limits, operation_id=operation_id)
+                                    limits=instance_limits(conn, engine.limits,
+                                                           li.config_hash),
+                                    operation_id=operation_id)
             history.record("task.cancel_requested", step_id=step_id,
                            activation_id=rec.activation_id,
                            details={"task_id": task_id, "task_status": after.value})

@@ -44,7 +44,7 @@ from weave_core.runtime.waits.signals import (
     signal_due_txn,
 )
 from weave_core.runtime.waits.timers import timer_due_txn
-from weave_core.schema import weave_poll_rounds, weave_waits
+from weave_core.schema import weave_poll_rounds, weave_task_events, weave_waits
 
 WAIT_COMMANDS = (WaitSignalCommand, TimerCommand, PollCommand)
 
@@ -138,15 +138,40 @@ def _waits(conn: Connection, instance_id: str) -> list[dict[str, JSON]]:
     } for r in rows]
 
 
+def _late_reports(conn: Connection, task_ids: list[str]) -> dict[str, list[dict[str, JSON]]]:
+    """Reports the dispatch layer refused for these round tasks (an attempt authorised
+    before the poll deadline that answered after it, a superseded attempt), with their
+    content: evidence only, they never move the step."""
+    e = weave_task_events
+    out: dict[str, list[dict[str, JSON]]] = {}
+    if not task_ids:
+        return out
+    rows = conn.execute(sa.select(e.c.task_id, e.c.attempt_id, e.c.occurred_at, e.c.payload)
+                        .where(e.c.task_id.in_(task_ids),
+                               e.c.event_type == "task.report_refused")
+                        .order_by(e.c.task_id, e.c.id)).all()
+    for x in rows:
+        payload = load_json(x.payload) or {}
+        report = payload.get("report") or {}
+        out.setdefault(x.task_id, []).append({
+            "attempt_id": x.attempt_id, "reason": payload.get("reason"),
+            "outcome": payload.get("outcome"), "output": report.get("output"),
+            "error": report.get("error"), "report_hash": payload.get("report_hash"),
+            "reported_at": iso(x.occurred_at)})
+    return out
+
+
 def _rounds(conn: Connection, instance_id: str) -> list[dict[str, JSON]]:
     r = weave_poll_rounds
     rows = conn.execute(sa.select(r).where(r.c.instance_id == instance_id)
                         .order_by(r.c.activation_id, r.c.round)).all()
+    late = _late_reports(conn, [x.task_id for x in rows])
     return [{
         "activation_id": x.activation_id, "round": int(x.round), "task_id": x.task_id,
         "state": x.state, "status": x.status, "result": load_json(x.result),
         "result_accepted_at": iso(x.result_accepted_at), "classification": x.classification,
         "created_at": iso(x.created_at), "settled_at": iso(x.settled_at),
+        "late_reports": late.get(x.task_id, []),
     } for x in rows]
 
 

@@ -48,6 +48,7 @@ from weave_core.nodespec import (
     Timeouts,
 )
 from weave_core.program import Program
+from weave_core.runtime.frozen import instance_limits, task_spec
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import MOVING, InstanceStatus, iso, load_json
 from weave_core.runtime.pending import (
@@ -105,10 +106,11 @@ def _start_round(conn: Connection, engine: Engine, li: LockedInstance, *, activa
                  task: TaskCommand, round_no: int, deadline_at: datetime, now: datetime
                  ) -> str:
     """Create round ``round_no`` and its one task (the caller holds the chain)."""
-    spec = TaskSpec.from_command(task, owner_id=activation_id, gate_id=li.gate_id,
-                                 deadline_at=deadline_at)
+    spec = task_spec(conn, engine.limits, li.config_hash, TaskSpec.from_command(
+        task, owner_id=activation_id, gate_id=li.gate_id, deadline_at=deadline_at))
     task_id = create_task_txn(conn, namespace=li.namespace, spec=spec, now=now,
-                              limits=engine.limits, gate_open=li.gate_open)
+                              limits=instance_limits(conn, engine.limits, li.config_hash),
+                              gate_open=li.gate_open)
     conn.execute(sa.insert(weave_poll_rounds), dict(
         namespace=li.namespace, instance_id=li.instance_id, activation_id=activation_id,
         round=round_no, task_id=task_id, state=ROUND_RUNNING, status=None, result=None,

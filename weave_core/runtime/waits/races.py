@@ -23,6 +23,7 @@ from weave_core.engine import Engine
 from weave_core.locks import lock_activation
 from weave_core.nodespec import StepOutcome, StepResult
 from weave_core.program import Program
+from weave_core.runtime.frozen import instance_limits
 from weave_core.runtime.history import History
 from weave_core.runtime.pending import PendingKind, schedule_txn
 from weave_core.runtime.snapshot import LockedInstance
@@ -74,7 +75,7 @@ def cancel_waits_txn(conn: Connection, engine: Engine, li: LockedInstance, histo
                 and _round_running(conn, wait.activation_id, int(wait.current_round))):
             cancel_task_txn(conn, namespace=li.namespace, task_id=act.task_id, now=now,
                             actor=engine.actor, reason=reason, lock_capacity=False,
-                            limits=engine.limits)
+                            limits=instance_limits(conn, engine.limits, li.config_hash))
             history.record("task.cancel_requested", step_id=wait.step_id,
                            activation_id=wait.activation_id, details={"task_id": act.task_id})
             continue  # the step settles when the round's result is collected

@@ -49,6 +49,7 @@ from weave_core.faults import fault_point
 from weave_core.locks import lock_instance, lock_namespace_shared
 from weave_core.nodespec import Fact, FactKind
 from weave_core.program import Program
+from weave_core.runtime.frozen import instance_limits
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import TERMINAL, InstanceStatus, iso, load_json, new_operation_id
 from weave_core.runtime.pending import PendingKind, schedule_txn
@@ -265,7 +266,8 @@ def accept_signal(engine: Engine, namespace: str, instance_id: str, request: Sig
                 f"workflow {instance_id!r} is {inst.status}: no wait can consume a signal",
                 details={"workflow_id": instance_id, "status": inst.status})
         require_declared_txn(conn, engine, inst, request.name, request.param_version)
-        limit = engine.limits.max_unmatched_signals
+        limits = instance_limits(conn, engine.limits, inst.config_hash)  # frozen at start
+        limit = limits.max_unmatched_signals
         if unmatched_count(conn, instance_id) >= limit:
             raise SignalBacklogFullError(
                 f"workflow {instance_id!r} already holds {limit} unconsumed signals "
@@ -282,7 +284,7 @@ def accept_signal(engine: Engine, namespace: str, instance_id: str, request: Sig
             evidence=exactjson.dumps(list(request.evidence)),
             content_hash=request.content_hash(instance_id), accepted_by=actor,
             accepted_at=now,
-            expires_at=now + timedelta(seconds=engine.limits.signal_retention_seconds),
+            expires_at=now + timedelta(seconds=limits.signal_retention_seconds),
             state=SignalState.ACCEPTED, version=1, target_activation_id=target,
             consumed_by_activation_id=None, settled_at=None, reason=None,
         ))
@@ -311,7 +313,7 @@ def accept_signal(engine: Engine, namespace: str, instance_id: str, request: Sig
             request.signal_id, instance_id, request.name, request.correlation_key,
             request.param_version, exactjson.canonicalize(request.payload),
             exactjson.canonicalize(list(request.evidence)), SignalState.ACCEPTED, actor, now,
-            now + timedelta(seconds=engine.limits.signal_retention_seconds), target, None,
+            now + timedelta(seconds=limits.signal_retention_seconds), target, None,
             None, None)
         return Acceptance(True, view, pending_id)
 
@@ -456,7 +458,9 @@ def _expire_one(conn: Connection, engine: Engine, row_id: int, report: ExpiryRep
         if wait is not None and wait.state == WaitState.OPEN.value:
             # Still valid for an open wait: keep it and look again after a retention period.
             conn.execute(sa.update(s).where(s.c.id == row_id).values(
-                expires_at=now + timedelta(seconds=engine.limits.signal_retention_seconds),
+                expires_at=now + timedelta(seconds=instance_limits(
+                    conn, engine.limits, None if inst is None else inst.config_hash
+                ).signal_retention_seconds),
                 version=int(sig.version) + 1))
             report.kept += 1
             return
