@@ -23,6 +23,8 @@ def _run(connection: Connection) -> None:
         target_metadata=None,
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
+        # weave_core.migrate.upgrade(on_applied=...): a line per revision as it is applied
+        on_version_apply=config.attributes.get("on_version_apply"),
     )
     with context.begin_transaction():
         context.run_migrations()

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import sqlalchemy as sa
 from alembic import command
@@ -88,9 +88,20 @@ def _with_connection(url: str, action: Callable[[Connection], None]) -> None:
         db.dispose()
 
 
-def upgrade(url: str, revision: str = "head") -> None:
-    """Apply migrations up to ``revision`` (default: the head)."""
-    _with_connection(url, lambda conn: command.upgrade(alembic_config(conn), revision))
+def upgrade(url: str, revision: str = "head",
+            on_applied: Callable[[str, str], None] | None = None) -> None:
+    """Apply migrations up to ``revision`` (default: the head); ``on_applied(revision,
+    description)`` is called as each one is applied (``weave migrate``'s progress)."""
+    def _run(conn: Connection) -> None:
+        config = alembic_config(conn)
+        if on_applied is not None:
+            def _applied(*_: Any, step: Any, **__: Any) -> None:
+                if step.is_upgrade:
+                    on_applied(step.up_revision_id,
+                               " ".join((step.up_revision.doc or "").split()))
+            config.attributes["on_version_apply"] = _applied
+        command.upgrade(config, revision)
+    _with_connection(url, _run)
 
 
 def downgrade(url: str, revision: str) -> None:

@@ -20,8 +20,8 @@ from weave_http.cli import CLIENT_COMMANDS, COMMANDS, build_parser
 ONE_LINE = re.compile(r"^error\[([a-z_]+)\]: \S.*\n$")
 SERVER_MODULES = ("weave_core", "weave_nodes", "starlette", "sqlalchemy", "uvicorn",
                   "weave_http.app", "weave_http.routes")
-NO_JSON_HERE = {"serve", "migrate"}
-"""Owned by the branch that does the server's logs (``--log-format json`` there)."""
+NO_JSON_HERE = {"serve"}
+"""A server prints log lines, not an outcome: ``weave serve --log-format json``."""
 
 
 def run(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

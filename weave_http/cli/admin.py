@@ -66,24 +66,36 @@ def _open(args: argparse.Namespace) -> Database:
 
 
 def _migrate(args: argparse.Namespace) -> int:
+    """``weave migrate``: apply the pending revisions one at a time, a line for each as it
+    is applied (``--json``: one document at the end)."""
     url = _url(args)
     if args.status:
-        return _migrate_status(url)
+        return _migrate_status(args, url)
     before = current_revision(url)
-    upgrade(url)
+    applied: list[dict[str, str]] = []
+
+    def _applied(revision: str, doc: str) -> None:
+        applied.append({"revision": revision, "description": doc})
+        if not args.json:
+            print(f"applied {revision}  {doc}", flush=True)
+
+    upgrade(url, on_applied=_applied)
     head = head_revision()
-    if before == head:
-        print(f"database already at revision {head}")
-    else:
-        print(f"database migrated from {before or 'empty'} to {head}")
+    text = (f"database already at revision {head}" if not applied
+            else f"database migrated from {before or 'empty'} to {head}")
+    print_outcome(args, text, {"from": before, "to": head, "applied": applied})
     return 0
 
 
-def _migrate_status(url: str) -> int:
+def _migrate_status(args: argparse.Namespace, url: str) -> int:
     """``weave migrate --status``: the current revision, the code's head and what is
     pending, changing nothing."""
     current = current_revision(url)
     pending = pending_revisions(current)
+    if args.json:
+        print(json.dumps({"current": current, "head": head_revision(), "pending": [
+            {"revision": revision, "description": doc} for revision, doc in pending]}))
+        return 0
     print(f"current revision: {current or 'none (empty database)'}")
     print(f"head revision: {head_revision()}")
     if not pending:
@@ -177,6 +189,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     _add_database_url(migrate)
     migrate.add_argument("--status", action="store_true",
                          help="show the current and pending revisions; change nothing")
+    add_json(migrate)
     migrate.set_defaults(func=_migrate)
 
     namespace = subparsers.add_parser("namespace", help="manage namespaces")
