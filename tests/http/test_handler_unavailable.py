@@ -126,3 +126,44 @@ def test_handler_unavailable_appears_and_clears_when_a_worker_arrives(
         assert run_command(_show, args, client=sdk, out=out, err=err) == 0, err.getvalue()
     assert "waiting for\n  handler_unavailable: task " in out.getvalue()
     assert "charge@1 on queue pay" in out.getvalue()
+
+
+def test_a_worker_that_takes_its_work_through_claim_next_is_seen(
+    engine: Engine, tenant: Tenant,
+) -> None:
+    """A busy worker may never send a plain claim: the handlers of its ``claim_next``
+    count as a sighting too, so its tasks do not show ``handler_unavailable``."""
+    publish(engine, tenant.namespace, definition("busy", [{
+        "id": "charge", "kind": "task", "queue": "pay",
+        "handler": {"name": "charge", "version": "1"}, "input": {}}]))
+    client = TestClient(create_app(engine))
+    wids = []
+    for key in ("b1", "b2", "b3"):
+        started = client.post(f"/v1/namespaces/{tenant.namespace}/workflows",
+                              content=body({"definition_id": "busy", "input": {},
+                                            "idempotency_key": key}),
+                              headers={**JSON_HEADERS, **tenant.headers("start")})
+        assert started.status_code == 201, started.text
+        wids.append(exactjson.loads(started.content)["workflow_id"])
+    (task,) = _claim(client, tenant, "w-busy", "charge", "1")
+    _flush(client, engine, tenant.namespace, "w-busy")
+    set_clock_offset(engine.db, 30)  # the worker is busy on it: it keeps its lease
+    beat = client.post(f"/v1/namespaces/{tenant.namespace}/tasks/{task['task_id']}/heartbeat",
+                       content=body({"attempt_id": task["attempt_id"]}),
+                       headers={**JSON_HEADERS, **tenant.headers("work")})
+    assert beat.status_code == 200, beat.text
+    set_clock_offset(engine.db, HANDLER_SEEN_WINDOW_S + 5)  # its plain claim is stale now
+    waiting = [w for w in wids if _reasons(client, tenant, w)]
+    assert len(waiting) == 2
+
+    done = client.post(
+        f"/v1/namespaces/{tenant.namespace}/tasks/{task['task_id']}/complete",
+        content=body({"attempt_id": task["attempt_id"], "outcome": "succeeded", "output": {},
+                      "claim_next": {"worker_id": "w-busy", "max_tasks": 1,
+                                     "handlers": [{"name": "charge", "version": "1"}]}}),
+        headers={**JSON_HEADERS, **tenant.headers("work")})
+    assert done.status_code == 200, done.text
+    assert len(exactjson.loads(done.content)["next_tasks"]) == 1  # one more, one left
+    app: Any = client.app
+    app.state.sightings.flush(engine.db)
+    assert [w for w in wids if _reasons(client, tenant, w)] == []

@@ -146,6 +146,9 @@ async def complete_task(request: Request, ctx: Context) -> Response:
             lambda: complete_step(engine, namespace=namespace, task_id=task_id,
                                   attempt_id=body.attempt_id, report=report,
                                   actor=principal.actor, claim_next=claim_next))
+    if nxt is not None:  # a worker that only ever takes its work this way is seen too
+        note_claim(request, namespace, str(done.completion.task.queue), nxt.worker_id,
+                   [(d.name, d.version) for d in nxt.handlers])
     return json_response(CompleteResponse(
         task=task_model(done.completion.task), replay=done.completion.replay,
         next_tasks=[claimed_model(t) for t in done.next_tasks],
