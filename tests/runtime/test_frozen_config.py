@@ -151,3 +151,28 @@ def test_signal_limits_are_the_instance_s(any_db: Database, plugin_host: PluginH
             later.signal("approval", correlation_key="job-2", payload={"n": 1},
                          signal_id="t-1")
         assert full.value.code == "signal_backlog_full"
+
+
+def test_a_signal_is_checked_against_the_instance_s_own_program(
+    any_db: Database, plugin_host: PluginHost
+) -> None:
+    """The declared-signal check reads the instance's program under its frozen limits: an
+    engine whose limits its definition no longer meets still takes the declared signal
+    (and still refuses an undeclared one)."""
+    from tests.waits.helpers import signal_step
+
+    before = make_engine(any_db, plugin_host)
+    tenant = new_tenant(any_db)
+    publish(before, tenant.namespace,
+            definition("fd", [task("a"), task("b"), signal_step("approval")]))
+    with _sdk(before, tenant) as sdk:
+        wid = sdk.start("fd", {"job": "job-1"}).workflow_id
+    after = make_engine(any_db, plugin_host, limits=Limits(max_steps=2))  # 3 steps: too many
+    with _sdk(after, tenant) as sdk:
+        handle = sdk.get_workflow_handle(wid)
+        handle.signal("approval", correlation_key="job-1", payload={}, signal_id="ok-1")
+        assert [s.name for s in sdk.get_workflow(wid).signals] == ["approval"]
+        with pytest.raises(WeaveAPIError) as refused:
+            handle.signal("nobody-waits", correlation_key="job-1", payload={},
+                          signal_id="no-1")
+        assert refused.value.code == "signal_not_declared"

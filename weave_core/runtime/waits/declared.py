@@ -28,7 +28,7 @@ def declared_signals(program: Program) -> frozenset[tuple[str, str]]:
     """The (name, param_version) pairs the program's signal steps and receipts declare."""
     found: set[tuple[str, str]] = set()
     for step_id in program.step_ids():
-        config: Any = program.config(step_id)
+        config: Any = program.config_read_only(step_id)
         if program.kind_of(step_id) == "signal":
             found.add((str(config.name), str(config.param_version)))
         receipt = getattr(config, "receipt", None)
@@ -40,8 +40,12 @@ def declared_signals(program: Program) -> frozenset[tuple[str, str]]:
 def require_declared_txn(conn: Connection, engine: Engine, inst: Any, name: str,
                          param_version: str) -> None:
     """Refuse a signal the instance's pinned version does not declare (a plain read of
-    the definition on a program-cache miss; no lock)."""
-    program = programs(engine).get(conn, inst.namespace, inst.definition_id, inst.version)
+    the definition, and of its frozen configuration, on a program-cache miss; no lock)."""
+    cache = programs(engine)
+    # the instance's own program: its pinned version under the configuration frozen at
+    # its start (a limit lowered since never makes its declared signals unreadable)
+    program = (cache.for_instance(conn, inst) if getattr(inst, "config_hash", None)
+               else cache.get(conn, inst.namespace, inst.definition_id, inst.version))
     declared = declared_signals(program)
     if (name, param_version) in declared:
         return
