@@ -26,13 +26,17 @@ from weave_core.program import Program
 from weave_core.runtime.admission import read_instance
 from weave_core.runtime.consumer import consume_task_results
 from weave_core.runtime.controls.errors import (
+    CancelRequestedError,
     ControlVersionConflictError,
+    DeadlinePassedError,
+    NotInReviewError,
     WorkflowSettledError,
 )
 from weave_core.runtime.controls.liveness import require_way_forward
 from weave_core.runtime.controls.operations import (
     Operation,
     OperationKind,
+    cancel_requested_txn,
     record_txn,
     replay_txn,
 )
@@ -78,6 +82,24 @@ def refuse_terminal(li: LockedInstance) -> None:
         raise WorkflowSettledError(
             f"workflow {li.instance_id!r} is {li.status.value}: terminal statuses never move",
             details={"workflow_id": li.instance_id, "status": li.status.value})
+
+
+def require_open_review(conn: Connection, li: LockedInstance, now: datetime, *,
+                        cancelled: str) -> None:
+    """What a reviewer's step operation (recover, accept) needs first: an instance in
+    review, no cancel accepted (``cancelled`` says what the cancel stops), and its
+    deadline not passed (nothing new starts after it)."""
+    refuse_terminal(li)
+    if li.status != InstanceStatus.NEEDS_REVIEW:
+        raise NotInReviewError(f"the instance is {li.status.value}, not in review",
+                               details={"workflow_id": li.instance_id,
+                                        "status": li.status.value})
+    if cancel_requested_txn(conn, li.namespace, li.instance_id):
+        raise CancelRequestedError(f"a cancel was accepted: {cancelled}",
+                                   details={"workflow_id": li.instance_id})
+    if now > li.deadline_at:
+        raise DeadlinePassedError("the instance deadline has passed: nothing new starts",
+                                  details={"deadline_at": li.deadline_at.isoformat() + "Z"})
 
 
 def check_control_version(li: LockedInstance, expected: int) -> None:
@@ -183,5 +205,6 @@ __all__ = [
     "not_found",
     "open_gate_txn",
     "refuse_terminal",
+    "require_open_review",
     "run_operation",
 ]

@@ -49,14 +49,11 @@ from weave_core.runtime.controls._common import (
     Applied,
     OperationOutcome,
     open_gate_txn,
-    refuse_terminal,
+    require_open_review,
     run_operation,
 )
 from weave_core.runtime.controls.errors import (
-    CancelRequestedError,
-    DeadlinePassedError,
     EvidenceRequiredError,
-    NotInReviewError,
     OutputContractError,
     StepNotAcceptableError,
     StepOwnershipError,
@@ -65,7 +62,6 @@ from weave_core.runtime.controls.errors import (
 from weave_core.runtime.controls.liveness import review_clears
 from weave_core.runtime.controls.operations import (
     OperationKind,
-    cancel_requested_txn,
     check_common,
     request_hash,
 )
@@ -122,17 +118,7 @@ def accept(engine: Engine, namespace: str, workflow_id: str, request: AcceptRequ
 
     def _body(conn: Connection, li: LockedInstance, history: History, program: Program,
               now: datetime) -> Applied:
-        refuse_terminal(li)
-        if li.status != InstanceStatus.NEEDS_REVIEW:
-            raise NotInReviewError(f"the instance is {li.status.value}, not in review",
-                                   details={"workflow_id": workflow_id,
-                                            "status": li.status.value})
-        if cancel_requested_txn(conn, namespace, workflow_id):
-            raise CancelRequestedError("a cancel was accepted: the workflow does not advance",
-                                       details={"workflow_id": workflow_id})
-        if now > li.deadline_at:
-            raise DeadlinePassedError("the instance deadline has passed: nothing new starts",
-                                      details={"deadline_at": li.deadline_at.isoformat() + "Z"})
+        require_open_review(conn, li, now, cancelled="the workflow does not advance")
         rec = step_record(li, program, request.step_id)
         check_state_version(li, rec, request.expected_state_version)
         if rec.phase is Phase.SUCCEEDED:

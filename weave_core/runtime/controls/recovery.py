@@ -67,15 +67,12 @@ from weave_core.runtime.controls._common import (
     OperationOutcome,
     continue_now_txn,
     open_gate_txn,
-    refuse_terminal,
+    require_open_review,
     run_operation,
 )
 from weave_core.runtime.controls.errors import (
-    CancelRequestedError,
-    DeadlinePassedError,
     EffectPresentError,
     EvidenceRequiredError,
-    NotInReviewError,
     StepNotRecoverableError,
     StepOwnershipError,
     StepSucceededError,
@@ -83,7 +80,6 @@ from weave_core.runtime.controls.errors import (
 from weave_core.runtime.controls.liveness import review_clears
 from weave_core.runtime.controls.operations import (
     OperationKind,
-    cancel_requested_txn,
     check_common,
     request_hash,
 )
@@ -213,17 +209,7 @@ def recover(engine: Engine, namespace: str, workflow_id: str, request: RecoverRe
 
     def _body(conn: Connection, li: LockedInstance, history: History, program: Program,
               now: datetime) -> Applied:
-        refuse_terminal(li)
-        if li.status != InstanceStatus.NEEDS_REVIEW:
-            raise NotInReviewError(f"the instance is {li.status.value}, not in review",
-                                   details={"workflow_id": workflow_id,
-                                            "status": li.status.value})
-        if cancel_requested_txn(conn, namespace, workflow_id):
-            raise CancelRequestedError("a cancel was accepted: steps are not re-run",
-                                       details={"workflow_id": workflow_id})
-        if now > li.deadline_at:
-            raise DeadlinePassedError("the instance deadline has passed: nothing new starts",
-                                      details={"deadline_at": li.deadline_at.isoformat() + "Z"})
+        require_open_review(conn, li, now, cancelled="steps are not re-run")
         rec = step_record(li, program, request.step_id)
         check_state_version(li, rec, request.expected_state_version)
         if rec.phase is Phase.SUCCEEDED:
