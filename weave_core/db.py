@@ -38,7 +38,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import ArgumentError, DBAPIError
-from sqlalchemy.pool import ConnectionPoolEntry
+from sqlalchemy.pool import ConnectionPoolEntry, PoolResetState
 
 from weave_core import deferred, tracing
 from weave_core.aftercommit import later_mark, later_rollback, run_later
@@ -146,10 +146,10 @@ def _mysql_engine(url: sa.URL, pool_size: int) -> Engine:
         # connection (the lost-connection row of the table above).
         pool_pre_ping=False,
         pool_recycle=3600,
-        # Core ends every transaction itself, and the pool skips the rollback-on-return
-        # for a transaction Core already ended, so this costs a round trip only after an
-        # error. (COM_RESET_CONNECTION would also drop the session time zone.)
-        pool_reset_on_return="rollback",
+        # The pool's own rollback-on-return is replaced by _reset_on_return (below): it
+        # would send a ROLLBACK after every COMMIT, one round trip per transaction.
+        # (COM_RESET_CONNECTION would also drop the session time zone.)
+        pool_reset_on_return=None,
         # READ COMMITTED: every decision is taken on a locking read or a version-checked
         # UPDATE (MariaDB fact 4), so REPEATABLE READ's snapshot buys nothing, while its
         # gap and next-key locks widen every lock and multiply deadlocks.
@@ -165,7 +165,25 @@ def _mysql_engine(url: sa.URL, pool_size: int) -> Engine:
         },
     )
     deferred.install(engine)  # first listener: queued writes are sent, and seen, first
+    event.listen(engine, "reset", _reset_on_return)
     return engine
+
+
+_ENDED: Final = "weave_transaction_ended"
+"""Set on a pooled connection's record when ``Database`` ended its transaction (COMMIT or
+ROLLBACK succeeded) and nothing has run on it since."""
+
+
+def _reset_on_return(dbapi_connection: DBAPIConnection, record: ConnectionPoolEntry,
+                     state: PoolResetState) -> None:
+    """Roll back a connection coming back to the pool unless its transaction is known to
+    be over: Core already rolled it back, or ``Database`` committed or rolled it back as
+    its last act. Anything else (a connection used outside ``Database``, an exception
+    between statements) still gets its ROLLBACK, so no lock outlives its user."""
+    ended = record.info.pop(_ENDED, False)
+    if state.terminate_only or state.transaction_was_reset or ended:
+        return
+    dbapi_connection.rollback()
 
 
 def _sqlite_engine(url: sa.URL, pool_size: int, busy_timeout_ms: int) -> Engine:
@@ -349,6 +367,7 @@ class Database:
             try:
                 result = fn(conn)
                 trans.commit()
+                conn.connection.info[_ENDED] = True  # the pool sends no ROLLBACK after it
             except BaseException:
                 run_later(info, committed=False)
                 # Explicit ROLLBACK: after 1205 only the statement was rolled back and the
@@ -360,6 +379,8 @@ class Database:
                         conn.invalidate()  # the connection is unusable; never reuse it
                 raise
             run_later(info, committed=True)
+            if conn.in_transaction():  # an after-commit callable began another
+                conn.connection.info.pop(_ENDED, None)
             return result
 
     def savepoint(self, conn: Connection) -> AbstractContextManager[None]:

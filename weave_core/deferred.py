@@ -29,8 +29,9 @@ Only on MariaDB/MySQL; on SQLite (and outside a block) every write runs at once.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import pymysql
@@ -93,35 +94,71 @@ def _send_first(conn: Connection, *_: Any) -> None:
         flush(conn)
 
 
+@dataclass(frozen=True)
+class Answer:
+    """What one statement sent by :func:`send_with` answered: its rows (plain tuples, in
+    ``description`` order), the rows it changed and the key it generated."""
+
+    rows: list[tuple[Any, ...]]
+    description: tuple[tuple[Any, ...], ...] | None
+    rowcount: int
+    lastrowid: int | None
+
+
 def flush(conn: Connection) -> None:
     """Send the queued writes now, as one multi-statement round trip, and check each
     statement's row count."""
+    if conn.info.get(_KEY):
+        send_with(conn, ())
+
+
+def send_with(conn: Connection, statements: Sequence[tuple[str, dict[str, Any]]]
+              ) -> list[Answer]:
+    """Send the queued writes and then ``statements`` (prebuilt SQL and parameters) in
+    **one** round trip, check the queued writes' row counts, and return the answer of
+    each of ``statements`` in order: a read, a locking read or an ``INSERT`` whose key is
+    needed travels with the writes before it instead of after them (MariaDB/MySQL only).
+
+    The statements run one after the other on the server, exactly as if sent one by one:
+    order, visibility and the lock order are the caller's. MariaDB stops at the first
+    statement that fails; its error surfaces as SQLAlchemy's ``DBAPIError`` here.
+    """
     pending: list[tuple[str, dict[str, Any], int]] | None = conn.info.get(_KEY)
-    if not pending:
-        return
-    items = list(pending)
-    pending.clear()
+    items = list(pending or ())
+    if pending:
+        pending.clear()
+    if not items and not statements:
+        return []
     dbapi = conn.connection.dbapi_connection
     assert dbapi is not None
     cursor = dbapi.cursor()
     try:
-        for sql, params, _ in items:  # listeners see every statement, as if sent alone
+        everything = [(sql, params) for sql, params, _ in items] + list(statements)
+        for sql, params in everything:  # listeners see every statement, as if sent alone
             conn.dispatch.before_cursor_execute(conn, cursor, sql, params, None, False)
-        text = ";\n".join(cursor.mogrify(sql, params) for sql, params, _ in items)
-        counts = _send(conn, cursor, text)
+        text = ";\n".join(cursor.mogrify(sql, params) for sql, params in everything)
+        answers = _send(conn, cursor, text)
     finally:
         cursor.close()
-    for (sql, _, expected), got in zip(items, counts, strict=True):
-        if got != expected:
-            raise DeferredWriteMismatch(f"{got} rows (expected {expected}) for: {sql[:120]}")
+    for (sql, _, expected), got in zip(items, answers, strict=False):
+        if got.rowcount != expected:
+            raise DeferredWriteMismatch(
+                f"{got.rowcount} rows (expected {expected}) for: {sql[:120]}")
+    return answers[len(items):]
 
 
-def _send(conn: Connection, cursor: Any, text: str) -> list[int]:
+def _answer(cursor: Any) -> Answer:
+    description = cursor.description
+    rows = list(cursor.fetchall()) if description is not None else []
+    return Answer(rows, description, int(cursor.rowcount), cursor.lastrowid)
+
+
+def _send(conn: Connection, cursor: Any, text: str) -> list[Answer]:
     try:
         cursor.execute(text)
-        counts = [int(cursor.rowcount)]
+        answers = [_answer(cursor)]
         while cursor.nextset():
-            counts.append(int(cursor.rowcount))
+            answers.append(_answer(cursor))
     except pymysql.Error as exc:
         code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
         lost = code in _LOST or isinstance(exc, pymysql.err.InterfaceError)
@@ -130,7 +167,10 @@ def _send(conn: Connection, cursor: Any, text: str) -> list[int]:
         raise DBAPIError.instance(text[:2000], None, exc, pymysql.Error,
                                   connection_invalidated=lost,
                                   dialect=conn.dialect) from exc
-    return counts
+    return answers
 
 
-__all__ = ["DeferredWriteMismatch", "defer", "deferring", "deferring_now", "flush", "install"]
+__all__ = [
+    "Answer", "DeferredWriteMismatch", "defer", "deferring", "deferring_now", "flush", "install",
+    "send_with",
+]

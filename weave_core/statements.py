@@ -21,7 +21,7 @@ from typing import Any, Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
-from weave_core.deferred import defer, deferring_now
+from weave_core.deferred import defer, deferring_now, send_with
 from weave_core.observe import task_event_txn
 from weave_core.schema import weave_task_events
 
@@ -74,6 +74,59 @@ def insert_rows(conn: Connection, table: sa.Table,
             conn.execute(sa.insert(table), params)
         else:
             conn.exec_driver_sql(sql, params)
+
+
+def insert_row_key(conn: Connection, table: sa.Table, row: dict[str, Any]) -> int:
+    """``INSERT`` one row and return its generated key. Inside a ``deferred.deferring``
+    block on MariaDB the queued writes and this INSERT travel in one round trip."""
+    if deferring_now(conn):
+        sql = _driver_sql(conn, ("insert", table.name, tuple(row)),
+                          lambda: sa.insert(table).values(
+                              {name: sa.bindparam(name) for name in row}))
+        if sql is not None:
+            (answer,) = send_with(conn, [(sql, row)])
+            assert answer.lastrowid is not None
+            return int(answer.lastrowid)
+    key = conn.execute(sa.insert(table), row).inserted_primary_key
+    assert key is not None
+    return int(key[0])
+
+
+def insert_rows_ids(conn: Connection, table: sa.Table, rows: list[dict[str, Any]]) -> list[int]:
+    """``INSERT`` rows of ``table`` (one column set) and return their generated ``id`` in
+    row order. Inside a ``deferred.deferring`` block on MariaDB: one multi-row ``INSERT …
+    RETURNING id`` sent with the queued writes, in one round trip."""
+    if deferring_now(conn):
+        columns = tuple(rows[0])
+        sql = _driver_sql(conn, ("insert", table.name, columns),
+                          lambda: sa.insert(table).values(
+                              {name: sa.bindparam(name) for name in columns}))
+        if sql is not None:
+            head, values = sql.split(" VALUES ", 1)
+            params = {f"r{i}_{k}": v for i, row in enumerate(rows) for k, v in row.items()}
+            text = head + " VALUES " + ", ".join(
+                values.replace("%(", f"%(r{i}_") for i in range(len(rows))) + " RETURNING id"
+            (answer,) = send_with(conn, [(text, params)])
+            if len(answer.rows) != len(rows):
+                raise RuntimeError(f"{len(answer.rows)} ids for {len(rows)} {table.name} rows")
+            return [int(r[0]) for r in answer.rows]
+    ids = conn.execute(table.insert().returning(table.c.id, sort_by_parameter_order=True),
+                       rows).scalars().all()
+    return [int(i) for i in ids]
+
+
+def run_prebuilt(conn: Connection, name: str, build: Any, params: dict[str, Any], *,
+                 rows: int | None = None) -> int:
+    """Execute a row-changing statement built once (``build()``, cached per dialect under
+    ``name``) and return its row count. On MariaDB it goes as prebuilt text; with ``rows``
+    (the count the caller expects) it is queued in an open ``deferred.deferring`` block
+    instead (a mismatch surfaces as ``DeferredWriteMismatch``)."""
+    sql = _driver_sql(conn, ("prebuilt", name), build)
+    if sql is None:
+        return int(conn.execute(build(), params).rowcount)
+    if rows is not None and defer(conn, sql, params, rows):
+        return rows
+    return int(conn.exec_driver_sql(sql, params).rowcount)
 
 
 def _defer_insert(conn: Connection, sql: str, group: list[dict[str, Any]]) -> bool:
@@ -267,7 +320,8 @@ def appending(conn: Connection) -> Iterator[None]:
 
 
 __all__ = [
-    "LockMode", "RowChanges", "append_row", "appending", "insert_rows", "select_keyed",
+    "LockMode", "RowChanges", "append_row", "appending", "insert_row_key", "insert_rows",
+    "insert_rows_ids", "run_prebuilt", "select_keyed",
     "take_appended",
     "update_keyed", "update_many_keyed",
 ]

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, ProgrammingError
 
+from tests.round_trips import RoundTrips
 from weave_core.audit import write_audit
 from weave_core.db import (
     DEFAULT_SQLITE_URL,
@@ -462,3 +463,48 @@ def test_now_is_one_query(any_db: Database) -> None:
         sa.event.remove(any_db.engine, "before_cursor_execute", _record)
     assert len(statements) == 1
     assert "weave_clock" in statements[0]
+
+
+# --- connections coming back to the pool ------------------------------------------------
+
+
+def test_a_committed_transaction_sends_no_rollback_when_its_connection_returns(
+    mysql_url: str, round_trips: RoundTrips
+) -> None:
+    db = Database.from_url(mysql_url, pool_size=1)
+    try:
+        db.transaction(lambda conn: db.now(conn), name="warm")  # the connection exists
+        sent: list[str] = []
+        listen = lambda conn, cursor, statement, *_: sent.append(statement)  # noqa: E731
+        sa.event.listen(db.engine, "before_cursor_execute", listen)
+        before = round_trips.count
+        db.transaction(lambda conn: db.now(conn), name="t")
+        sa.event.remove(db.engine, "before_cursor_execute", listen)
+        assert len(sent) == 1
+        assert round_trips.count - before == 2  # the SELECT and the COMMIT: no ROLLBACK
+    finally:
+        db.dispose()
+
+
+def test_a_connection_returned_inside_a_transaction_is_still_rolled_back(
+    mysql_url: str, ns_name: str
+) -> None:
+    db = Database.from_url(mysql_url, pool_size=1)
+    try:
+        _add_namespaces(db, ns_name)
+        raw = db.engine.raw_connection()  # used outside Database: nothing ends its work
+        cursor = raw.cursor()
+        cursor.execute("UPDATE weave_namespaces SET disabled = 1 WHERE name = %s", (ns_name,))
+        cursor.close()
+        raw.close()  # back to the pool with the row locked and changed, uncommitted
+        other = Database.from_url(mysql_url, pool_size=1)
+        try:
+            def _lock(conn: Connection) -> bool:
+                conn.exec_driver_sql("SET SESSION innodb_lock_wait_timeout = 1")
+                row = lock_namespace_exclusive(conn, ns_name)
+                return bool(row.disabled) if row is not None else True
+            assert other.transaction(_lock, name="t", max_attempts=1) is False
+        finally:
+            other.dispose()
+    finally:
+        db.dispose()

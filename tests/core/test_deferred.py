@@ -15,10 +15,16 @@ from sqlalchemy.engine import Connection
 
 from tests.round_trips import RoundTrips
 from weave_core.db import Database, mysql_error_code
-from weave_core.deferred import DeferredWriteMismatch, deferring
+from weave_core.deferred import Answer, DeferredWriteMismatch, deferring, send_with
 from weave_core.identity import create_namespace
-from weave_core.schema import weave_queues
-from weave_core.statements import insert_rows, select_keyed, update_keyed
+from weave_core.schema import weave_audit, weave_queues
+from weave_core.statements import (
+    insert_row_key,
+    insert_rows,
+    insert_rows_ids,
+    select_keyed,
+    update_keyed,
+)
 
 AT = datetime(2026, 12, 2, 1, 0, 0, 250000)
 
@@ -129,3 +135,84 @@ def test_sqlite_writes_at_once(sqlite_db: Database, ns_name: str) -> None:
 
     assert sqlite_db.transaction(_run, name="t") == 0
     assert _capacities(sqlite_db, ns_name) == {"a": 10}
+
+
+def test_a_read_travels_with_the_queued_writes_in_one_round_trip(
+    mysql_db: Database, ns_name: str, round_trips: RoundTrips
+) -> None:
+    create_namespace(mysql_db, ns_name)
+    select = ("SELECT name, capacity FROM weave_queues WHERE namespace = %(ns)s "
+              "ORDER BY name FOR UPDATE")
+
+    def _run(conn: Connection) -> tuple[int, list[Answer]]:
+        with deferring(conn):
+            insert_rows(conn, weave_queues, _rows(ns_name, ["a", "b"]))
+            update_keyed(conn, weave_queues, {"namespace": ns_name, "name": "b"},
+                         {"capacity": 4})
+            before = round_trips.count
+            answers = send_with(conn, [(select, {"ns": ns_name}), ("SELECT 1", {})])
+            return round_trips.count - before, answers
+
+    sent, answers = mysql_db.transaction(_run, name="t")
+    assert sent == 1  # INSERT, UPDATE and both reads: one round trip
+    assert [list(a.rows) for a in answers] == [[("a", 10), ("b", 4)], [(1,)]]
+    assert answers[0].description is not None and answers[0].description[0][0] == "name"
+
+
+def test_an_insert_sent_with_the_queue_gives_back_its_generated_keys(
+    mysql_db: Database, ns_name: str, round_trips: RoundTrips
+) -> None:
+    create_namespace(mysql_db, ns_name)
+
+    def _audit(n: int) -> dict[str, Any]:
+        return {"namespace": ns_name, "occurred_at": AT, "actor": "t", "action": f"a{n}",
+                "object_type": "test", "object_id": ns_name, "operation_id": None,
+                "metadata": "{}"}
+
+    def _run(conn: Connection) -> tuple[int, int, list[int]]:
+        with deferring(conn):
+            insert_rows(conn, weave_queues, _rows(ns_name, ["a"]))
+            before = round_trips.count
+            one = insert_row_key(conn, weave_audit, _audit(1))
+            several = insert_rows_ids(conn, weave_audit, [_audit(2), _audit(3)])
+            return round_trips.count - before, one, several
+
+    sent, one, several = mysql_db.transaction(_run, name="t")
+    assert sent == 2  # the queued INSERT with the first, then the multi-row INSERT
+    assert several[0] > one and several[1] > several[0]
+    stored = mysql_db.read(lambda conn: {r.id: r.action for r in conn.execute(
+        sa.select(weave_audit.c.id, weave_audit.c.action).where(
+            weave_audit.c.object_id == ns_name, weave_audit.c.object_type == "test"))},
+        name="t")
+    assert stored == {one: "a1", several[0]: "a2", several[1]: "a3"}
+
+
+def test_a_failing_statement_sent_with_the_queue_raises_with_its_code(
+    mysql_db: Database, ns_name: str
+) -> None:
+    create_namespace(mysql_db, ns_name)
+
+    def _run(conn: Connection) -> None:
+        with deferring(conn):
+            insert_rows(conn, weave_queues, _rows(ns_name, ["a"]))
+            send_with(conn, [("SELECT no_such_column FROM weave_queues", {})])
+
+    with pytest.raises(sa.exc.DBAPIError) as caught:
+        mysql_db.transaction(_run, name="t")
+    assert mysql_error_code(caught.value) == 1054
+    assert _capacities(mysql_db, ns_name) == {}  # the queued INSERT rolled back with it
+
+
+def test_a_queued_write_that_misses_its_row_is_refused_before_the_read_is_answered(
+    mysql_db: Database, ns_name: str
+) -> None:
+    create_namespace(mysql_db, ns_name)
+
+    def _run(conn: Connection) -> None:
+        with deferring(conn):
+            update_keyed(conn, weave_queues, {"namespace": ns_name, "name": "nope"},
+                         {"capacity": 1})
+            send_with(conn, [("SELECT 1", {})])
+
+    with pytest.raises(DeferredWriteMismatch):
+        mysql_db.transaction(_run, name="t")

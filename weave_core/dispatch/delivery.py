@@ -27,6 +27,7 @@ from sqlalchemy.engine import Connection, Row
 
 from weave_core import exactjson
 from weave_core.audit import audit_row
+from weave_core.deferred import deferring_now
 from weave_core.dispatch.errors import TaskOwnerUnverifiedError
 from weave_core.dispatch.model import (
     EVENT_BY_STATUS,
@@ -51,7 +52,7 @@ from weave_core.schema import (
     weave_task_events,
     weave_tasks,
 )
-from weave_core.statements import append_row, update_keyed
+from weave_core.statements import append_row, insert_row_key, run_prebuilt, update_keyed
 
 
 def record_event_txn(
@@ -93,9 +94,12 @@ def finish_attempt_txn(
     end: AttemptEnd,
     report_hash: str | None,
 ) -> None:
-    """Close an attempt (only once: a finished attempt keeps its first ending)."""
-    conn.execute(_FINISH_ATTEMPT, {"attempt": attempt_id, "now": now, "outcome": end.value,
-                                   "report_hash": report_hash})
+    """Close an attempt (only once: a finished attempt keeps its first ending). In a step
+    transaction (the attempt checked unfinished under its lock) the UPDATE is queued with
+    the other closing writes, and must match its one row."""
+    run_prebuilt(conn, "finish_attempt", lambda: _FINISH_ATTEMPT,
+                 {"attempt": attempt_id, "now": now, "outcome": end.value,
+                  "report_hash": report_hash}, rows=1 if deferring_now(conn) else None)
 
 
 def _is_round_of(conn: Connection, task: Row[Any]) -> bool:
@@ -262,8 +266,7 @@ def settle_txn(
             row_version=1,
             created_at=now,
         )
-        key = conn.execute(sa.insert(weave_inbox), inbox_row).inserted_primary_key
-        inbox_id = None if key is None else int(key[0])
+        inbox_id = insert_row_key(conn, weave_inbox, inbox_row)
         if delivered is not None:
             delivered.append({**inbox_row, "id": inbox_id})
         fault_point("delivery.after_inbox")

@@ -23,7 +23,7 @@ from weave_core.faults import fault_point
 from weave_core.observe import transitions_txn
 from weave_core.runtime.instances import iso, load_json
 from weave_core.schema import weave_audit, weave_transitions
-from weave_core.statements import insert_rows, take_appended
+from weave_core.statements import insert_row_key, insert_rows, insert_rows_ids, take_appended
 
 MAX_HISTORY_PAGE = 500
 
@@ -145,14 +145,9 @@ class History:
             return None
         earlier = take_appended(conn, weave_audit)  # a step's task audit: one INSERT
         if earlier:
-            a = weave_audit
-            ids = conn.execute(a.insert().returning(a.c.id, sort_by_parameter_order=True),
-                               [*earlier, audit]).scalars().all()
-            audit_id = int(ids[-1])
+            audit_id = insert_rows_ids(conn, weave_audit, [*earlier, audit])[-1]
         else:
-            key = conn.execute(sa.insert(weave_audit), audit).inserted_primary_key
-            assert key is not None
-            audit_id = int(key[0])
+            audit_id = insert_row_key(conn, weave_audit, audit)
         for row in rows:
             row["audit_id"] = audit_id
         insert_rows(conn, weave_transitions, rows)

@@ -22,6 +22,7 @@ from weave_core import exactjson
 from weave_core.dispatch.queues import lock_capacity_txn
 from weave_core.exactjson import JSON
 from weave_core.locks import (
+    lock_chain_at_once,
     lock_gate,
     lock_gates,
     lock_instance,
@@ -263,6 +264,24 @@ def lock_chain(
     return _locked(row, gate, ns, queues, lock_steps(conn, instance_id, columns=_STEP_COLUMNS))
 
 
+def lock_step_chain(
+    conn: Connection, namespace: str, peek: Any, *, task_id: str, attempt_id: str,
+    now_columns: Sequence[sa.ColumnElement[Any]],
+) -> tuple[LockedInstance, Any, Any] | None:
+    """A step transaction's chain, activation and task in one round trip (MariaDB/MySQL;
+    ``locks.lock_chain_at_once``): the working copy of ``peek.instance_id``, the owning
+    activation ``peek.owner_id`` and the task with its fencing columns and database time.
+    No quota or queue level: the caller runs under a ``CapacityLedger``. None when the
+    instance, its namespace or the activation is not what the route named."""
+    ns, row, gate, steps, act, task = lock_chain_at_once(
+        conn, namespace=namespace, instance_id=peek.instance_id, activation_id=peek.owner_id,
+        task_id=task_id, attempt_id=attempt_id, now_columns=now_columns,
+        columns=_CHAIN_COLUMNS)
+    if ns is None or row is None or row.namespace != namespace or act is None:
+        return None
+    return _locked(row, gate, ns, tuple(exactjson.loads(peek.queues)), steps), act, task
+
+
 # What a working copy is built from (``_locked``, ``_step_record``): only these are read.
 _NAMESPACE_COLUMNS = ("name", "disabled")
 _INSTANCE_COLUMNS = (
@@ -273,6 +292,8 @@ _INSTANCE_COLUMNS = (
 _GATE_COLUMNS = ("gate_id", "is_open")
 _STEP_COLUMNS = ("step_id", "phase", "version", "output", "decision", "activation_id",
                  "reason")
+_CHAIN_COLUMNS = {"namespace": _NAMESPACE_COLUMNS, "instance": _INSTANCE_COLUMNS,
+                  "gate": _GATE_COLUMNS, "steps": _STEP_COLUMNS}
 
 
 @dataclass
@@ -329,5 +350,6 @@ def lock_chains(
 
 
 __all__ = [
-    "Chains", "LockedInstance", "StepRecord", "lock_chain", "lock_chains", "peek_instance",
+    "Chains", "LockedInstance", "StepRecord", "lock_chain", "lock_chains", "lock_step_chain",
+    "peek_instance",
 ]

@@ -72,11 +72,12 @@ from weave_core.exactjson import JSON
 from weave_core.faults import fault_point
 from weave_core.locks import lock_activation, lock_task_fenced
 from weave_core.runtime.consumer import ConsumeResult, consume_held_txn, consume_task_results
-from weave_core.runtime.snapshot import lock_chain
+from weave_core.runtime.snapshot import lock_chain, lock_step_chain
 from weave_core.schema import weave_activations, weave_instances, weave_tasks
 from weave_core.statements import appending
 
 logger = logging.getLogger(__name__)
+_AT_ONCE = frozenset({"mysql", "mariadb"})  # dialects whose chain locks go in one round trip
 
 
 @dataclass(frozen=True)
@@ -266,17 +267,25 @@ def _locked_step(
     namespace: str, task_id: str, attempt_id: str, report: Report, actor: str,
     claim_next: ClaimNext | None,
 ) -> tuple[StepDone, str, list[Row[Any]]]:
-    instance = SimpleNamespace(namespace=peek.inst_namespace, queues=peek.queues,
-                               status=peek.status)
-    li = lock_chain(conn, namespace, peek.instance_id, peeked=instance,
-                    capacity=ledger is None, task_queue=peek.queue)
-    if li is None:
-        raise _Classic
-    act = lock_activation(conn, peek.owner_id)
     # Database time comes with the task lock, a statement that starts after the instance
     # lock: every earlier change of this instance has committed, so the times of its
     # history, tasks and steps keep their order (no clamp to read).
-    task = lock_task_fenced(conn, task_id, attempt_id, engine.db.now_columns)
+    if ledger is not None and conn.dialect.name in _AT_ONCE:  # one round trip for all
+        chain = lock_step_chain(conn, namespace, peek, task_id=task_id, attempt_id=attempt_id,
+                                now_columns=engine.db.now_columns)
+        if chain is None:
+            raise _Classic
+        li, act, task = chain
+    else:
+        instance = SimpleNamespace(namespace=peek.inst_namespace, queues=peek.queues,
+                                   status=peek.status)
+        found = lock_chain(conn, namespace, peek.instance_id, peeked=instance,
+                           capacity=ledger is None, task_queue=peek.queue)
+        if found is None:
+            raise _Classic
+        li = found
+        act = lock_activation(conn, peek.owner_id)
+        task = lock_task_fenced(conn, task_id, attempt_id, engine.db.now_columns)
     if task is None or task.namespace != namespace or task.owner_id != peek.owner_id:
         raise _Classic  # not the task the route named: the classic path answers
     now = engine.db.now_of(task)
