@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import event
 
 from weave_bench import BenchContext, Metric, scenario
-from weave_bench.runtime_scenarios import QUEUE, seq10
+from weave_bench.serving import QUEUE, seq10
 from weave_core.db import Database
 from weave_core.definition_store import store_definition
 from weave_core.definitions import validate_definition
