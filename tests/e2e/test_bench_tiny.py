@@ -14,7 +14,7 @@ import math
 import pytest
 
 from tests.conftest import MYSQL_SERVER_URL, create_mysql_database, drop_mysql_database
-from weave_http.bench.runner import run
+from weave_bench.runner import run
 
 pytestmark = [pytest.mark.mysql]
 

@@ -18,7 +18,7 @@ from tests.live_server import LiveServer, weave_command
 from weave_http.cli import CLIENT_COMMANDS, COMMANDS, build_parser
 
 ONE_LINE = re.compile(r"^error\[([a-z_]+)\]: \S.*\n$")
-SERVER_MODULES = ("weave_core", "weave_nodes", "starlette", "sqlalchemy", "uvicorn",
+SERVER_MODULES = ("weave_core", "weave_nodes", "weave_bench", "starlette", "sqlalchemy", "uvicorn",
                   "weave_http.app", "weave_http.routes")
 NO_JSON_HERE = {"serve"}
 """A server prints log lines, not an outcome: ``weave serve --log-format json``."""

@@ -11,7 +11,7 @@ import zipfile
 from pathlib import Path
 
 SDK_DIR = Path(__file__).resolve().parents[2] / "weave_sdk"
-ENGINE_PACKAGES = ("weave_core", "weave_nodes", "weave_http", "migrations")
+ENGINE_PACKAGES = ("weave_core", "weave_nodes", "weave_http", "weave_bench", "migrations")
 LAZY_ENGINE = ("testing.py",)
 """Modules of the ``testing`` extra: they import the engine inside functions only, when an
 environment starts, so that importing them never needs it."""

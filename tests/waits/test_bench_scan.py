@@ -8,11 +8,11 @@ import math
 from tests.conftest import MYSQL_SERVER_URL, create_mysql_database, drop_mysql_database
 from tests.runtime.helpers import instance, start, transitions_of
 from tests.waits.helpers import due_rows, send
+from weave_bench.runner import run
+from weave_bench.scan_scenario import prepare
 from weave_core.db import set_clock_offset
 from weave_core.engine import Engine
 from weave_core.runtime import run_pending
-from weave_http.bench.runner import run
-from weave_http.bench.scan_scenario import prepare
 
 
 def test_waitscan_scenario_runs_and_the_scans_use_their_due_indexes() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from tests.conftest import MYSQL_SERVER_URL, create_mysql_database, drop_mysql_database
-from weave_http.bench.runner import run
+from weave_bench.runner import run
 
 
 def test_waits_and_signals_scenarios_run() -> None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from weave_http.cli.failures import CliError
 
 if TYPE_CHECKING:
-    from weave_http.bench import Metric
+    from weave_bench import Metric
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -44,8 +44,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from weave_http.bench import load_scenarios
-    from weave_http.bench.runner import default_output, format_table, run, write_json
+    from weave_bench import load_scenarios
+    from weave_bench.runner import default_output, format_table, run, write_json
 
     if args.list:
         registry, failed = load_scenarios()

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import pymysql
 
-from weave_http.bench import BenchContext, Metric
+from weave_bench import BenchContext, Metric
 
 
 def mysql_params(url: str) -> dict[str, Any]:

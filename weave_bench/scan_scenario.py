@@ -38,6 +38,10 @@ import pymysql
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, make_url
 
+from weave_bench import BenchContext, Metric, scenario
+from weave_bench.calibration import mysql_params
+from weave_bench.runner import _drop_database, _scratch_database
+from weave_bench.wait_scenarios import _publish, _scan_ms  # the measure of ``waits``
 from weave_core import exactjson
 from weave_core.db import Database
 from weave_core.engine import Engine
@@ -54,10 +58,6 @@ from weave_core.schema import (
     weave_transitions,
     weave_waits,
 )
-from weave_http.bench import BenchContext, Metric, scenario
-from weave_http.bench.calibration import mysql_params
-from weave_http.bench.runner import _drop_database, _scratch_database
-from weave_http.bench.wait_scenarios import _publish, _scan_ms  # the measure of ``waits``
 
 SIZES: Final = (1_000, 10_000, 100_000, 1_000_000)
 CHUNK: Final = 50_000

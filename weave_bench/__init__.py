@@ -21,8 +21,8 @@ Size = Literal["tiny", "small", "full"]
 """``tiny`` only proves a scenario runs (CI); ``small`` for a quick look; ``full`` to report."""
 
 SCENARIO_MODULES: tuple[str, ...] = (
-    "plan_scenario", "dispatch_scenarios", "runtime_scenarios", "wait_scenarios", "scan_scenario",
-    "step_scenario",
+    "plan_scenario", "dispatch_scenarios", "runtime_scenarios", "integrity_scenarios",
+    "wait_scenarios", "scan_scenario", "step_scenario",
 )
 """Modules of this package that register scenarios (a missing one is reported, not fatal)."""
 

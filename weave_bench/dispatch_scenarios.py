@@ -29,6 +29,7 @@ import httpx
 import uvicorn
 from sqlalchemy import event
 
+from weave_bench import BenchContext, Metric, scenario
 from weave_core import exactjson
 from weave_core.db import Database
 from weave_core.dispatch import TaskSpec, create_task, set_namespace_quota, set_queue_capacity
@@ -37,7 +38,6 @@ from weave_core.identity import CLI_ACTOR, Permission, create_namespace, create_
 from weave_core.limits import Limits
 from weave_core.plugins import PluginHost
 from weave_http.app import create_app
-from weave_http.bench import BenchContext, Metric, scenario
 
 _LISTEN = re.compile(r"listening on (http://\S+)")
 HANDLERS = [{"name": "noop", "version": "1"}]

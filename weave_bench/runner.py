@@ -17,9 +17,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pymysql
 
+from weave_bench import BenchContext, Metric, Size, Summary, load_scenarios, summarise
+from weave_bench.calibration import measure, mysql_params
 from weave_core.migrate import upgrade
-from weave_http.bench import BenchContext, Metric, Size, Summary, load_scenarios, summarise
-from weave_http.bench.calibration import measure, mysql_params
 
 CALIBRATION = "calibration"
 

@@ -15,6 +15,8 @@ from typing import Any
 
 from sqlalchemy import event
 
+from weave_bench import BenchContext, Metric, scenario
+from weave_bench.serving import QUEUE, seq10
 from weave_core.db import Database
 from weave_core.definition_store import store_definition
 from weave_core.definitions import validate_definition
@@ -32,8 +34,6 @@ from weave_core.limits import Limits
 from weave_core.plugins import PluginHost
 from weave_core.runtime import StartRequest, start_workflow
 from weave_core.runtime.step import ClaimNext, complete_step
-from weave_http.bench import BenchContext, Metric, scenario
-from weave_http.bench.runtime_scenarios import QUEUE, seq10
 
 _HANDLERS = [HandlerRef("noop", "1")]
 

@@ -36,6 +36,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from weave_bench import BenchContext, Metric, scenario
 from weave_core.db import Database
 from weave_core.definition_store import store_definition
 from weave_core.definitions import validate_definition
@@ -58,7 +59,6 @@ from weave_core.runtime.consumer import consume_task_results
 from weave_core.runtime.tick import due_candidates, run_tick
 from weave_core.runtime.waits import SignalRequest, accept_signal
 from weave_core.schema import weave_pending_advances, weave_steps, weave_waits
-from weave_http.bench import BenchContext, Metric, scenario
 
 QUEUE = "bench-w"
 DRAIN_ENGINES = max(2, os.cpu_count() or 2)

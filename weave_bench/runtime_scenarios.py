@@ -1,0 +1,172 @@
+"""S1 seq10, S2 throughput (one and two engine processes) and S3 fan10, end to end over HTTP.
+
+Every scenario runs real ``weave serve`` subprocesses (with their ticks) on the run's
+database and SDK ``Worker`` threads talking HTTP to them, exactly as a deployment does
+(``serving.py``). Clients start instances through the SDK. Latencies the user sees (S1, S3)
+are measured in the client, from the start call until a read shows ``SUCCEEDED``; figures
+that only the database can tell (engine gap, join overhead) come from database times and
+rows afterwards (``measuring.py``). Sizes: ``tiny`` proves the scenario runs (seconds),
+``small`` for a quick look, ``full`` the sizes of the benchmark plan.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from contextlib import ExitStack
+from datetime import datetime
+
+from weave_bench import BenchContext, Metric, scenario
+from weave_bench.measuring import (
+    closed_loop,
+    cpu_per_step,
+    innodb_deadlocks,
+    percentile,
+    task_rows,
+    to_ms,
+    wait_observed,
+)
+from weave_bench.serving import (
+    DEADLOCK,
+    LOCK_WAIT,
+    client_for,
+    fan10,
+    new_tenant,
+    running_servers,
+    running_workers,
+    seq10,
+)
+from weave_core.db import Database
+
+
+@scenario("s1", "S1 seq10: one instance of 10 sequential no-op tasks at a time, one worker")
+def s1_seq10(ctx: BenchContext) -> list[Metric]:
+    runs = ctx.pick(2, 30, 200)
+    db = Database.from_url(ctx.database_url, pool_size=2)
+    tenant = new_tenant(db)
+    try:
+        with (running_servers(ctx.database_url, 1) as (server,),
+              client_for(server, tenant) as client):
+            client.publish(seq10())
+            with running_workers([server], tenant, slots=1) as (worker,):
+                if ctx.size != "tiny":
+                    client.start("bench-seq10", {}).result(timeout=120)  # warm up
+                before = worker.stats
+                latencies: list[float] = []
+                gaps: list[float] = []
+                for _ in range(runs):
+                    began = time.perf_counter()
+                    handle = client.start("bench-seq10", {})
+                    seen = wait_observed(client, handle.workflow_id)
+                    latencies.append((seen - began) * 1000)
+                    with db.engine.connect() as conn:
+                        tasks = task_rows(conn, tenant.namespace, handle.workflow_id)
+                    gaps += [to_ms(b.created_at - a.updated_at)
+                             for a, b in itertools.pairwise(tasks)]
+                after = worker.stats
+    finally:
+        db.dispose()
+    note = f"{runs} runs, start call → SUCCEEDED read by the client"
+    worker_cpu = cpu_per_step(before, after)
+    return [
+        Metric("e2e_p50", percentile(latencies, 0.5), "ms", note=note + "; target ≤ 20"),
+        Metric("e2e_p95", percentile(latencies, 0.95), "ms", note=note),
+        Metric("e2e_p99", percentile(latencies, 0.99), "ms", note=note + "; target ≤ 40"),
+        Metric("engine_gap_p50", percentile(gaps, 0.5), "ms",
+               note="result accepted (task updated_at) → next task created, database time "
+               "(0 when both happen in one step transaction)"),
+        Metric("worker_cpu_per_step", worker_cpu, "ms",
+               note="the SDK Worker's own threads' CPU time per task; target ≤ 0.5"),
+    ]
+
+
+def throughput(ctx: BenchContext, engines: int) -> list[Metric]:
+    """S2 against one ``weave serve`` running ``engines`` engine processes."""
+    concurrency = ctx.pick(5, 50, 50)
+    seconds = float(ctx.pick(3, 15, 60))
+    db = Database.from_url(ctx.database_url, pool_size=2)
+    tenant = new_tenant(db)
+    extra = ("--workers", str(engines)) if engines > 1 else ()
+    try:
+        with running_servers(ctx.database_url, 1, *extra) as servers, ExitStack() as stack:
+            clients = [stack.enter_context(client_for(s, tenant)) for s in servers]
+            clients[0].publish(seq10())
+            deadlocks_before = innodb_deadlocks(db)
+            with running_workers(servers, tenant, slots=4) as workers:
+                before = workers[0].stats
+                loop = closed_loop(db, clients, tenant.namespace, "bench-seq10", concurrency,
+                                   seconds)
+                after = workers[0].stats
+            deadlocks_after = innodb_deadlocks(db)
+            log_deadlocks = sum(s.log_count(DEADLOCK) for s in servers)
+            log_lock_waits = sum(s.log_count(LOCK_WAIT) for s in servers)
+    finally:
+        db.dispose()
+    innodb = (deadlocks_after or 0) - (deadlocks_before or 0)
+    window = (f"{concurrency} in flight, {seconds:g} s, 4 worker slots, {engines} engine "
+              f"process{'es' if engines > 1 else ''}")
+    return [
+        Metric("steps_per_s", loop.window_steps / loop.window, "steps/s", baseline="L3_1",
+               note=window + "; target ≥ 0.5 x L3_1"),
+        Metric("workflows_per_s", loop.window_finished / loop.window, "workflows/s",
+               note=window),
+        Metric("p50", percentile(loop.latencies_ms, 0.5), "ms",
+               note=f"created_at → settled_at, {len(loop.latencies_ms)} instances"),
+        Metric("p99", percentile(loop.latencies_ms, 0.99), "ms", note="created_at → settled_at"),
+        Metric("worker_cpu_per_step", cpu_per_step(before, after), "ms",
+               note="the SDK Worker's own threads' CPU time per task; target ≤ 0.5"),
+        Metric("deadlocks", float(log_deadlocks), "count",
+               note="1213 retries logged by the engine; must be 0"),
+        Metric("lock_wait_timeouts", float(log_lock_waits), "count",
+               note="1205 retries logged by the engine; must be 0"),
+        Metric("innodb_deadlocks_server", float(innodb), "count",
+               note="Innodb_deadlocks delta of the whole MariaDB server (other clients too)"),
+    ]
+
+
+@scenario("s2", "S2 throughput: closed loop of concurrent seq10 instances, 4 worker slots")
+def s2_throughput(ctx: BenchContext) -> list[Metric]:
+    return throughput(ctx, engines=1)
+
+
+@scenario("s2x2", "S2 with weave serve --workers 2: two engine processes on one port")
+def s2_two_engines(ctx: BenchContext) -> list[Metric]:
+    return throughput(ctx, engines=2)
+
+
+@scenario("s3", "S3 fan10: parallel of 10 tasks, join, one more task")
+def s3_fan10(ctx: BenchContext) -> list[Metric]:
+    runs = ctx.pick(2, 30, 200)
+    db = Database.from_url(ctx.database_url, pool_size=2)
+    tenant = new_tenant(db)
+    try:
+        with (running_servers(ctx.database_url, 1) as (server,),
+              client_for(server, tenant) as client):
+            client.publish(fan10())
+            with running_workers([server], tenant, slots=10):
+                if ctx.size != "tiny":
+                    client.start("bench-fan10", {}).result(timeout=120)  # warm up
+                latencies: list[float] = []
+                joins: list[float] = []
+                for _ in range(runs):
+                    began = time.perf_counter()
+                    handle = client.start("bench-fan10", {})
+                    seen = wait_observed(client, handle.workflow_id)
+                    latencies.append((seen - began) * 1000)
+                    with db.engine.connect() as conn:
+                        tasks = {r.step_id: r for r in task_rows(conn, tenant.namespace,
+                                                                  handle.workflow_id)}
+                    last_branch: datetime = max(tasks[f"f{i}"].updated_at for i in range(10))
+                    joins.append(to_ms(tasks["after"].created_at - last_branch))
+    finally:
+        db.dispose()
+    note = f"{runs} runs, 10 worker slots, start call → SUCCEEDED read by the client"
+    return [
+        Metric("e2e_p50", percentile(latencies, 0.5), "ms", note=note + "; target ≤ 25"),
+        Metric("e2e_p95", percentile(latencies, 0.95), "ms", note=note),
+        Metric("join_overhead_p50", percentile(joins, 0.5), "ms",
+               note="last branch result accepted → post-join task created, database time"),
+    ]
+
+
+__all__ = ["s1_seq10", "s2_throughput", "s2_two_engines", "s3_fan10", "throughput"]
