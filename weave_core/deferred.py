@@ -48,10 +48,11 @@ class DeferredWriteMismatch(RuntimeError):
     """A queued write matched another number of rows than the caller was told."""
 
 
-def defer(conn: Connection, sql: str, params: dict[str, Any], expected: int) -> bool:
+def defer(conn: Connection, sql: str, params: dict[str, Any], expected: int | None) -> bool:
     """Queue ``sql`` with ``params`` when a :func:`deferring` block is open on ``conn``
-    (the caller then takes ``expected`` as the statement's row count); False otherwise."""
-    pending: list[tuple[str, dict[str, Any], int]] | None = conn.info.get(_KEY)
+    (the caller then takes ``expected`` as the statement's row count; None: any count,
+    e.g. an ``INSERT IGNORE``); False otherwise."""
+    pending: list[tuple[str, dict[str, Any], int | None]] | None = conn.info.get(_KEY)
     if pending is None:
         return False
     pending.append((sql, params, expected))
@@ -123,7 +124,7 @@ def send_with(conn: Connection, statements: Sequence[tuple[str, dict[str, Any]]]
     order, visibility and the lock order are the caller's. MariaDB stops at the first
     statement that fails; its error surfaces as SQLAlchemy's ``DBAPIError`` here.
     """
-    pending: list[tuple[str, dict[str, Any], int]] | None = conn.info.get(_KEY)
+    pending: list[tuple[str, dict[str, Any], int | None]] | None = conn.info.get(_KEY)
     items = list(pending or ())
     if pending:
         pending.clear()
@@ -141,7 +142,7 @@ def send_with(conn: Connection, statements: Sequence[tuple[str, dict[str, Any]]]
     finally:
         cursor.close()
     for (sql, _, expected), got in zip(items, answers, strict=False):
-        if got.rowcount != expected:
+        if expected is not None and got.rowcount != expected:
             raise DeferredWriteMismatch(
                 f"{got.rowcount} rows (expected {expected}) for: {sql[:120]}")
     return answers[len(items):]

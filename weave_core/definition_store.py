@@ -201,10 +201,15 @@ def get_definition(
     db: Database, namespace: str, definition_id: str, version: str = LATEST
 ) -> DefinitionRecord:
     """One version (``"latest"``: the most recently published); ``NotFoundError`` if absent."""
-    record = db.read(
-        lambda conn: _select_version(conn, namespace, definition_id, version),
-        name="get_definition",
-    )
+    return db.read(lambda conn: definition_txn(conn, namespace, definition_id, version),
+                   name="get_definition")
+
+
+def definition_txn(
+    conn: Connection, namespace: str, definition_id: str, version: str = LATEST
+) -> DefinitionRecord:
+    """:func:`get_definition` inside the caller's transaction."""
+    record = _select_version(conn, namespace, definition_id, version)
     if record is None:
         raise NotFoundError(
             f"definition {definition_id!r} version {version!r} not found",
@@ -290,6 +295,7 @@ __all__ = [
     "DefinitionRecord",
     "PublishResult",
     "count_definitions",
+    "definition_txn",
     "get_definition",
     "list_definitions",
     "list_versions",

@@ -115,16 +115,31 @@ def insert_rows_ids(conn: Connection, table: sa.Table, rows: list[dict[str, Any]
     return [int(i) for i in ids]
 
 
+def read_with_queue(conn: Connection, name: str, build: Any, params: dict[str, Any]
+                    ) -> list[dict[str, Any]]:
+    """The rows of a read built once (``build()``, cached per dialect under ``name``), as
+    dicts of raw column values. Inside a ``deferred.deferring`` block on MariaDB it goes in
+    the same round trip as the queued writes before it; otherwise it runs alone."""
+    if deferring_now(conn):
+        sql = _driver_sql(conn, ("read", name), build)
+        if sql is not None:
+            (answer,) = send_with(conn, [(sql, params)])
+            names = [d[0] for d in answer.description or ()]
+            return [dict(zip(names, row, strict=True)) for row in answer.rows]
+    return [dict(row) for row in conn.execute(build(), params).mappings()]
+
+
 def run_prebuilt(conn: Connection, name: str, build: Any, params: dict[str, Any], *,
-                 rows: int | None = None) -> int:
+                 queue: bool = False, rows: int | None = None) -> int | None:
     """Execute a row-changing statement built once (``build()``, cached per dialect under
-    ``name``) and return its row count. On MariaDB it goes as prebuilt text; with ``rows``
-    (the count the caller expects) it is queued in an open ``deferred.deferring`` block
-    instead (a mismatch surfaces as ``DeferredWriteMismatch``)."""
+    ``name``) and return its row count. On MariaDB it goes as prebuilt text; with
+    ``queue`` it is queued in an open ``deferred.deferring`` block instead, expected to
+    change ``rows`` rows (a mismatch surfaces as ``DeferredWriteMismatch``; None: any
+    count, and None is returned)."""
     sql = _driver_sql(conn, ("prebuilt", name), build)
     if sql is None:
         return int(conn.execute(build(), params).rowcount)
-    if rows is not None and defer(conn, sql, params, rows):
+    if queue and defer(conn, sql, params, rows):
         return rows
     return int(conn.exec_driver_sql(sql, params).rowcount)
 
@@ -321,7 +336,7 @@ def appending(conn: Connection) -> Iterator[None]:
 
 __all__ = [
     "LockMode", "RowChanges", "append_row", "appending", "insert_row_key", "insert_rows",
-    "insert_rows_ids", "run_prebuilt", "select_keyed",
+    "insert_rows_ids", "read_with_queue", "run_prebuilt", "select_keyed",
     "take_appended",
     "update_keyed", "update_many_keyed",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from tests.round_trips import RoundTrips
 from tests.runtime.helpers import (
     audit_of,
     definition,
@@ -202,3 +203,28 @@ def test_a_program_reads_its_queues_and_fields_without_copying_the_document(
     assert prog.config_read_only("a") is prog.config_read_only("a")
     assert prog.config("a") is not prog.config("a")
     assert prog.config_read_only("a") == prog.config("a")
+
+
+def test_a_start_sends_its_writes_together_and_answers_from_them(
+    any_engine: Engine, round_trips: RoundTrips
+) -> None:
+    """A start is one read transaction (the original start of its key, else the definition)
+    and one write transaction whose writes are queued and sent with the next statement
+    that needs an answer (``weave_core.deferred``); the answer is the instance as stored."""
+    engine = any_engine
+    ns = new_namespace(engine)
+    publish(engine, ns, definition("seq", [task("a"), task("b")]))
+    start(engine, ns, "seq", {}, key="warm")  # caches warmed: the program, the config
+    before = round_trips.count
+    started = start(engine, ns, "seq", {"n": 1}, key="counted")
+    sent = round_trips.count - before
+    assert started.created and started.instance.status == InstanceStatus.RUNNING
+    assert started.instance.input == {"n": 1} and started.instance.revision >= 1
+    stored = instance(engine, started.instance.instance_id)
+    assert started.instance.updated_at == stored.updated_at
+    assert started.instance.revision == stored.revision
+    assert [t.status for t in tasks_of(engine, started.instance.instance_id)] == ["PENDING"]
+    if engine.db.dialect == "mysql":
+        assert sent <= 17, f"{sent} round trips"  # 27 before the writes were queued
+    again = start(engine, ns, "seq", {"n": 1}, key="counted")  # the original, unchanged
+    assert not again.created and again.instance.instance_id == started.instance.instance_id

@@ -27,7 +27,6 @@ from sqlalchemy.engine import Connection, Row
 
 from weave_core import exactjson
 from weave_core.audit import audit_row
-from weave_core.deferred import deferring_now
 from weave_core.dispatch.errors import TaskOwnerUnverifiedError
 from weave_core.dispatch.model import (
     EVENT_BY_STATUS,
@@ -99,7 +98,7 @@ def finish_attempt_txn(
     the other closing writes, and must match its one row."""
     run_prebuilt(conn, "finish_attempt", lambda: _FINISH_ATTEMPT,
                  {"attempt": attempt_id, "now": now, "outcome": end.value,
-                  "report_hash": report_hash}, rows=1 if deferring_now(conn) else None)
+                  "report_hash": report_hash}, queue=True, rows=1)
 
 
 def _is_round_of(conn: Connection, task: Row[Any]) -> bool:

@@ -21,6 +21,7 @@ from weave_core.dispatch.timing import earliest
 from weave_core.dispatch.wakeup import note_available_txn
 from weave_core.locks import lock_gate, lock_gate_tasks
 from weave_core.schema import weave_execution_gates, weave_tasks
+from weave_core.statements import insert_rows
 
 
 @dataclass(frozen=True)
@@ -41,12 +42,10 @@ def create_gate_txn(
 ) -> str:
     """Create an execution gate (version 1) and return its id."""
     gate_id = gate_id or new_id("gate")
-    conn.execute(
-        sa.insert(weave_execution_gates), dict(
-            gate_id=gate_id, namespace=namespace, is_open=is_open, version=1,
-            created_at=now, updated_at=now,
-        )
-    )
+    insert_rows(conn, weave_execution_gates, dict(  # queued in a start's deferring block
+        gate_id=gate_id, namespace=namespace, is_open=is_open, version=1,
+        created_at=now, updated_at=now,
+    ))
     return gate_id
 
 

@@ -10,6 +10,7 @@ request returns the original instance even after a newer version was published (
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from datetime import timedelta
@@ -20,7 +21,8 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from weave_core import exactjson
-from weave_core.definition_store import LATEST, get_definition
+from weave_core.deferred import DeferredWriteMismatch, deferring
+from weave_core.definition_store import LATEST, DefinitionRecord, definition_txn
 from weave_core.dispatch.gates import create_gate_txn
 from weave_core.dispatch.queues import lock_capacity_txn
 from weave_core.engine import Engine
@@ -39,10 +41,18 @@ from weave_core.runtime.instances import (
     new_instance_id,
     new_operation_id,
 )
-from weave_core.runtime.pending import DEADLINE_REF, PendingKind, PendingReason, schedule_txn
+from weave_core.runtime.pending import (
+    DEADLINE_REF,
+    PendingKind,
+    PendingReason,
+    schedule_new_txn,
+)
 from weave_core.runtime.programs import programs
 from weave_core.runtime.snapshot import LockedInstance
 from weave_core.schema import weave_idempotency, weave_instances
+from weave_core.statements import insert_rows, read_with_queue
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_OPERATION_TYPE: Final = "start"
 _OPERATION_TYPE_RE: Final = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
@@ -124,11 +134,17 @@ def _existing(conn: Connection, namespace: str, request: StartRequest) -> Instan
     return read_instance(conn, namespace, row.instance_id)
 
 
-def read_instance(conn: Connection, namespace: str, instance_id: str) -> InstanceView:
+def _instance_read() -> sa.Select[Any]:
     i = weave_instances
-    row = conn.execute(
-        sa.select(i).where(i.c.instance_id == instance_id, i.c.namespace == namespace)
-    ).mappings().one_or_none()
+    return sa.select(i).where(i.c.instance_id == sa.bindparam("w_instance_id"),
+                              i.c.namespace == sa.bindparam("w_namespace"))
+
+
+def read_instance(conn: Connection, namespace: str, instance_id: str) -> InstanceView:
+    """The instance's view (a start's answer: read with the writes queued before it)."""
+    rows = read_with_queue(conn, "instance_view", _instance_read,
+                           {"w_instance_id": instance_id, "w_namespace": namespace})
+    row = rows[0] if rows else None
     if row is None:
         raise NotFoundError(f"workflow {instance_id!r} not found",
                             details={"workflow_id": instance_id})
@@ -146,10 +162,11 @@ def start_workflow(
     """Start (or find the original of) one instance; see the module docstring."""
     _check(request)
     db = engine.db
-    original = db.read(lambda conn: _existing(conn, namespace, request), name="start_lookup")
-    if original is not None:
+    original, record = db.read(  # one read: the original start, else the definition
+        lambda conn: _lookup(conn, namespace, request), name="start_lookup")
+    if original is not None or record is None:
+        assert original is not None
         return StartResult(False, original)
-    record = get_definition(db, namespace, request.definition_id, request.version or LATEST)
     cache = programs(engine)
     key = (namespace, record.definition_id, record.version)
     program = cache.cached(key) or cache.compile_document(key, record.document)
@@ -181,12 +198,14 @@ def start_workflow(
         gate_id = create_gate_txn(conn, namespace=namespace, now=now)
         deadline_at = now + timedelta(seconds=int(seconds))
         config_hash = store_txn(conn, config, engine.limits, now)
-        conn.execute(sa.insert(weave_idempotency), dict(
+        # A duplicate key (another start with this key committed meanwhile) surfaces as
+        # IntegrityError when the queue is sent, still inside this transaction (below).
+        insert_rows(conn, weave_idempotency, dict(
             namespace=namespace, operation_type=request.operation_type,
             idempotency_key=request.idempotency_key, request_hash=request.request_hash(),
             instance_id=instance_id, created_at=now,
         ))
-        conn.execute(sa.insert(weave_instances), dict(
+        insert_rows(conn, weave_instances, dict(
             instance_id=instance_id, namespace=namespace, definition_id=record.definition_id,
             version=record.version, content_hash=record.content_hash,
             input=exactjson.dumps(request.input), queues=exactjson.dumps(queues),
@@ -213,7 +232,7 @@ def start_workflow(
                                 "version": record.version,
                                 "deadline_at": deadline_at.isoformat() + "Z"})
         outcome = advance_txn(conn, engine, li, history, program, now=now)
-        schedule_txn(conn, namespace=namespace, instance_id=instance_id,
+        schedule_new_txn(conn, namespace=namespace, instance_id=instance_id,
                      kind=PendingKind.ROOT, ref=DEADLINE_REF, due_at=deadline_at,
                      reason=PendingReason.DEADLINE.value, root_version=li.root_version,
                      root_identity=li.root_identity, now=now)
@@ -226,11 +245,36 @@ def start_workflow(
         li.flush(conn, revision=history.revision, now=now)
         return StartResult(True, read_instance(conn, namespace, instance_id))
 
+    def _queued(conn: Connection) -> StartResult:
+        # The writes that return nothing are queued and sent together with the next
+        # statement that needs an answer (weave_core.deferred): a start of a sequence
+        # takes a third of the round trips.
+        with deferring(conn):
+            return _start(conn)
+
+    def _started() -> StartResult:
+        try:
+            return db.transaction(_queued, name="start_workflow")
+        except DeferredWriteMismatch as exc:  # a queued write met an unexpected row count:
+            logger.info("start of %s: %s; starting again statement by statement",
+                        request.definition_id, exc)  # one by one, every count is seen
+            return db.transaction(_start, name="start_workflow")
+
     try:
-        return db.transaction(_start, name="start_workflow")
+        return _started()
     except IntegrityError:
         # Another start with this key committed between our check and our insert.
-        return db.transaction(_start, name="start_workflow")
+        return _started()
+
+
+def _lookup(conn: Connection, namespace: str, request: StartRequest
+            ) -> tuple[InstanceView | None, DefinitionRecord | None]:
+    """The original start of this key, or else the definition version to start."""
+    original = _existing(conn, namespace, request)
+    if original is not None:
+        return original, None
+    return None, definition_txn(conn, namespace, request.definition_id,
+                                request.version or LATEST)
 
 
 __all__ = [

@@ -52,6 +52,7 @@ from weave_core.exactjson import JSON
 from weave_core.limits import Limits
 from weave_core.program import Program
 from weave_core.schema import weave_instance_configs
+from weave_core.statements import run_prebuilt
 
 SCHEMA_VERSION: Final = 1
 _TEMPLATES: Final = frozenset({"input", "output_schema", "input_schema", "trace_key",
@@ -175,14 +176,20 @@ _texts: OrderedDict[str, str] = OrderedDict()
 _texts_lock = threading.Lock()
 
 
+def _insert_config() -> sa.Insert:
+    c = weave_instance_configs
+    return (sa.insert(c).values({n: sa.bindparam(n) for n in ("config_hash", "config",
+                                                              "created_at")})
+            .prefix_with("IGNORE", dialect="mysql").prefix_with("IGNORE", dialect="mariadb")
+            .prefix_with("OR IGNORE", dialect="sqlite"))
+
+
 def store_txn(conn: Connection, text: str, engine_limits: Limits, now: datetime) -> str:
     """Keep ``text`` (once per distinct content) and return its hash for the instance."""
     frozen = parse(text, engine_limits)
-    c = weave_instance_configs
-    conn.execute(sa.insert(c).prefix_with("IGNORE", dialect="mysql")
-                 .prefix_with("IGNORE", dialect="mariadb")
-                 .prefix_with("OR IGNORE", dialect="sqlite"),
-                 {"config_hash": frozen.key, "config": text, "created_at": now})
+    # Queued in a start's deferring block: 0 rows (already kept) or 1, both fine.
+    run_prebuilt(conn, "store_config", _insert_config,
+                 {"config_hash": frozen.key, "config": text, "created_at": now}, queue=True)
     _cache.put(frozen.key, engine_limits, frozen)
     _remember(frozen.key, text)  # a rolled-back start leaves no instance naming it
     return frozen.key

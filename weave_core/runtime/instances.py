@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Final
-
-from sqlalchemy.engine import RowMapping
 
 from weave_core import exactjson
 from weave_core.dispatch.model import new_id
@@ -116,7 +115,7 @@ class InstanceView:
     """The effective configuration frozen at start (``runtime.frozen``; not in ``to_json``)."""
 
     @classmethod
-    def from_row(cls, row: RowMapping) -> InstanceView:
+    def from_row(cls, row: Mapping[Any, Any]) -> InstanceView:
         return cls(
             instance_id=row["instance_id"],
             namespace=row["namespace"],

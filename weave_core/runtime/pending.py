@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Final
+from typing import Any, Final
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from weave_core.schema import weave_pending_advances
-from weave_core.statements import update_keyed
+from weave_core.statements import insert_rows, update_keyed
 
 
 class PendingKind(StrEnum):
@@ -61,6 +61,29 @@ def full_backoff(attempts: int) -> timedelta:
     return timedelta(seconds=min(FULL_BACKOFF_CAP_S, 2 ** min(attempts, 5)))
 
 
+def _new_row(*, namespace: str, instance_id: str, kind: PendingKind, ref: str,
+             due_at: datetime, reason: str, root_version: int, root_identity: str,
+             now: datetime) -> dict[str, Any]:
+    return dict(
+        namespace=namespace, instance_id=instance_id, kind=kind.value, ref=ref,
+        due_at=due_at, state=PendingState.PENDING.value, version=1, reason=reason,
+        root_version=root_version, root_identity=root_identity, attempts=0,
+        created_at=now, updated_at=now,
+    )
+
+
+def schedule_new_txn(
+    conn: Connection, *, namespace: str, instance_id: str, kind: PendingKind, ref: str,
+    due_at: datetime, reason: str, root_version: int, root_identity: str, now: datetime,
+) -> None:
+    """Arm the pending row of (instance, kind, ref) of an instance created in this very
+    transaction, which therefore has none yet: no read, and the INSERT is queued in a
+    start's deferring block (its id is not needed)."""
+    insert_rows(conn, weave_pending_advances, _new_row(
+        namespace=namespace, instance_id=instance_id, kind=kind, ref=ref, due_at=due_at,
+        reason=reason, root_version=root_version, root_identity=root_identity, now=now))
+
+
 def schedule_txn(
     conn: Connection,
     *,
@@ -86,14 +109,9 @@ def schedule_txn(
         )
     ).one_or_none()
     if row is None:
-        result = conn.execute(
-            sa.insert(p), dict(
-                namespace=namespace, instance_id=instance_id, kind=kind.value, ref=ref,
-                due_at=due_at, state=PendingState.PENDING.value, version=1, reason=reason,
-                root_version=root_version, root_identity=root_identity, attempts=0,
-                created_at=now, updated_at=now,
-            )
-        )
+        result = conn.execute(sa.insert(p), _new_row(
+            namespace=namespace, instance_id=instance_id, kind=kind, ref=ref, due_at=due_at,
+            reason=reason, root_version=root_version, root_identity=root_identity, now=now))
         key = result.inserted_primary_key
         assert key is not None
         return int(key[0])
@@ -174,5 +192,6 @@ __all__ = [
     "finish_txn",
     "full_attempts",
     "full_backoff",
+    "schedule_new_txn",
     "schedule_txn",
 ]
