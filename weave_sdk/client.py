@@ -21,7 +21,6 @@ from urllib.parse import quote, urlencode
 import httpx
 import pydantic
 
-from weave_sdk._json import JSONDecodeError, dumps, loads
 from weave_sdk._version import __version__
 from weave_sdk.definition import Workflow
 from weave_sdk.errors import (
@@ -39,6 +38,7 @@ from weave_sdk.errors import (
     WeaveAPIError,
     WeaveConnectionError,
 )
+from weave_sdk.exactjson import JSONDecodeError, dumps, loads
 from weave_sdk.models import (
     DefinitionSummary,
     DefinitionVersion,

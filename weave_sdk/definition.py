@@ -22,7 +22,7 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from weave_sdk._json import JSON, check_exact
+from weave_sdk.exactjson import JSON, check_exact
 from weave_sdk.expressions import Condition, Ref, condition_json, ref, value_json
 
 if TYPE_CHECKING:

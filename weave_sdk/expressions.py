@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from weave_sdk._json import JSON
+from weave_sdk.exactjson import JSON
 
 REF_KEY = "$ref"
 COMPARISON_OPERATORS = ("eq", "ne", "lt", "le", "gt", "ge")

@@ -16,9 +16,9 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import Any, Literal
 
-from weave_sdk._json import JSON
 from weave_sdk.definition import SCHEMA_VERSION, Workflow
 from weave_sdk.errors import Problem
+from weave_sdk.exactjson import JSON
 from weave_sdk.expressions import (
     COMPARISON_OPERATORS,
     OPERATORS,
