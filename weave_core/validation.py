@@ -19,7 +19,6 @@ succeeded; those of a ``one`` composite (``branch``) are not, so they may only b
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -41,16 +40,11 @@ from weave_core.expressions import (
     template_refs,
 )
 from weave_core.nodespec import JsonSchema, NodeKind
+from weave_sdk import docformat
 
-STEP_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
-"""A step id: it appears in references (``steps.<id>.output``), so it is a path segment."""
-
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def key_path(path: str, key: str) -> str:
-    """``path`` followed by an object key: ``.key``, or ``['odd key']`` when not an identifier."""
-    return f"{path}.{key}" if _IDENTIFIER.match(key) else f"{path}[{key!r}]"
+# The step id rule and the path spelling are the format's, shared with the SDK's validation.
+STEP_ID = docformat.STEP_ID
+key_path = docformat.key_path
 
 
 def loc_path(

@@ -9,14 +9,14 @@ Kinds other than the six built-in ones pass through unflagged: they may exist se
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from types import MappingProxyType
 from typing import Any, Literal
 
-from weave_sdk.definition import SCHEMA_VERSION, Workflow
+from weave_sdk import docformat
+from weave_sdk.definition import Workflow
 from weave_sdk.errors import Problem
 from weave_sdk.exactjson import JSON
 from weave_sdk.expressions import (
@@ -96,23 +96,27 @@ MAX_POLL_ROUNDS = 1000
 MAX_TASK_ATTEMPTS = 100
 MAX_BRANCH_CASES = 32
 MAX_DEADLINE_SECONDS = 366 * 24 * 3600
-RESERVED_VERSIONS = ("latest",)
+DEFAULT_LIMITS: Mapping[str, int] = MappingProxyType(
+    {
+        "max_steps": 500,
+        "max_nesting": 8,
+        "max_parallel_width": MAX_PARALLEL_WIDTH,
+        "max_branch_cases": MAX_BRANCH_CASES,
+        "max_poll_rounds": MAX_POLL_ROUNDS,
+        "max_poll_attempts_total": MAX_POLL_ATTEMPTS_TOTAL,
+        "max_task_attempts": MAX_TASK_ATTEMPTS,
+        "max_value_bytes": 256 * 1024,
+        "max_deadline_seconds": MAX_DEADLINE_SECONDS,
+        "max_id_length": MAX_ID_LENGTH,
+    }
+)
+"""The engine's default limits (weave_core.limits), which local checks hold definitions to."""
+RESERVED_VERSIONS = docformat.RESERVED_VERSIONS
 DEFAULT_BACKOFF_SECONDS = 1
 DEFAULT_MAX_BACKOFF_SECONDS = 300
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 MAX_CONDITION_DEPTH = 32
-FAILURE_POLICIES = ("REVIEW", "FAIL_AFTER_SETTLED")
+FAILURE_POLICIES = docformat.FAILURE_POLICIES
 
-_TOP_FIELDS = {
-    "schema_version",
-    "definition_id",
-    "version",
-    "input_schema",
-    "deadline_seconds",
-    "failure_policy",
-    "limits",
-    "steps",
-}
 _KIND_FIELDS: dict[str, set[str]] = {
     "task": {
         "queue", "handler", "input", "output_schema", "retry", "timeouts", "trace_key",
@@ -135,16 +139,13 @@ _KIND_FIELDS: dict[str, set[str]] = {
     "parallel": {"branches"},
 }
 _DEADLINE_LIMIT = ("max_deadline_seconds", MAX_DEADLINE_SECONDS)
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 Need = Literal["value", "exists"]
 Composite = tuple[str, str, str | int]
 """(composite step id, its kind, the block inside it: case index or branch name)."""
 
 
-def key_path(path: str, key: str) -> str:
-    """``$.a.b`` for identifier keys, ``$.a['odd key']`` otherwise (the server's form)."""
-    return f"{path}.{key}" if _IDENTIFIER.match(key) else f"{path}[{key!r}]"
+key_path = docformat.key_path
 
 
 @dataclass(frozen=True)
@@ -249,57 +250,15 @@ class _Validator:
     # --- document --------------------------------------------------------------------
 
     def document(self, doc: Any) -> None:
-        if not isinstance(doc, Mapping):
-            self.problem("$", "invalid_field", "a definition is a JSON object")
+        canonical, stop, _ = docformat.gate(doc)
+        if canonical is None:  # nothing else is checked (another version may mean otherwise)
+            assert stop is not None
+            self.problems.append(stop)
             return
-        if "schema_version" in doc and _as_int(doc["schema_version"]) != SCHEMA_VERSION:
-            # Nothing else is checked: the rest may mean something else in another version.
-            self.problem(
-                "$.schema_version",
-                "schema_version_unsupported",
-                f"schema_version must be {SCHEMA_VERSION}",
-            )
-            return
-        for key in ("schema_version", "definition_id", "version", "steps"):
-            self.required(doc, key, "$")
-        self.unknown_fields(doc, _TOP_FIELDS, "$")
-        for key in ("definition_id", "version"):
-            name = doc.get(key)
-            if key in doc and (
-                not isinstance(name, str)
-                or not _NAME.match(name)
-                or len(name) > MAX_ID_LENGTH
-                or (key == "version" and name in RESERVED_VERSIONS)
-            ):
-                self.problem(
-                    f"$.{key}",
-                    "invalid_id",
-                    f"'{key}' is letters, digits, '.', '_' and '-', not starting with "
-                    f"punctuation, at most {MAX_ID_LENGTH} characters"
-                    + ("; 'latest' is reserved" if key == "version" else ""),
-                )
-        if "input_schema" in doc and not isinstance(doc["input_schema"], Mapping):
-            self.problem("$.input_schema", "input_schema_invalid", "input_schema must be an object")
-        self.count(
-            doc,
-            "deadline_seconds",
-            "$",
-            required=False,
-            limit=("max_deadline_seconds", MAX_DEADLINE_SECONDS),
-        )
-        policy = doc.get("failure_policy")
-        if "failure_policy" in doc and policy not in FAILURE_POLICIES:
-            self.problem(
-                "$.failure_policy",
-                "invalid_field",
-                f"failure_policy must be one of {', '.join(FAILURE_POLICIES)}",
-            )
-        if "limits" in doc:
-            self.obj(doc["limits"], "$.limits", "'limits'")
-        steps = doc.get("steps")
-        if "steps" in doc:
-            if isinstance(steps, list) and not steps:
-                self.problem("$.steps", "invalid_field", "steps must be a non-empty list")
+        found, _ = docformat.top_level_problems(canonical, DEFAULT_LIMITS)
+        self.problems.extend(found)
+        steps = canonical.get("steps")
+        if isinstance(steps, list) and steps:
             self.step_list(steps, "$.steps", ())
         self.check_refs()
 
@@ -493,15 +452,11 @@ class _Validator:
         self.unknown_fields(classify, {"field", *names}, path)
         self.text(classify, "field", path, required=True)
         seen: dict[tuple[type, Any], str] = {}
-        for name in names:
-            if name == "needs_review":
-                if name not in classify:
-                    continue
-                values = classify[name]
-            else:
-                values = self.required(classify, name, path)
+        for name in names:  # only 'succeeded' is required (the engine's poll kind)
+            values = self.required(classify, name, path) if name == "succeeded" else None
             if name not in classify:
                 continue
+            values = classify[name]
             if not isinstance(values, list):
                 self.problem(f"{path}.{name}", "invalid_field", f"'{name}' must be a list")
                 continue
