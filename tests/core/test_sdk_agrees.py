@@ -1,0 +1,86 @@
+"""The SDK's local validation against the engine's table: the same codes at the same paths.
+
+Every bad definition of ``tests/core/test_definitions.CASES`` goes through both. Where the
+SDK cannot check a rule by design, the code (or the case) is listed below with the reason,
+and the SDK must then report nothing for it: a gap is stated, never skipped in silence.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.core.test_definitions import CASES, HOST_CODES
+from weave_core.definitions import PROBLEM_CODES, validate_definition
+from weave_core.errors import ValidationError
+from weave_core.limits import Limits
+from weave_core.plugins import PluginHost
+from weave_sdk import PROBLEM_CODES as SDK_PROBLEM_CODES
+from weave_sdk import validate
+
+NOT_LOCAL: dict[str, str] = {
+    "unknown_kind": "the SDK passes kinds it does not know through: a third-party kind may "
+    "be installed on the server",
+    "plugin_failed": "only a node plugin installed on the server can fail while checking",
+    "output_schema_invalid": "the SDK checks that output_schema is an object; the metaschema "
+    "check of a kind's fields is the node plugin's",
+    "ref_unknown_field": "needs the output schemas the node plugins compute for each kind",
+    "ref_type_mismatch": "needs the output schemas the node plugins compute for each kind",
+    "too_many_steps": "a size limit of the server's configuration, not in the SDK's code table",
+    "nesting_too_deep": "a size limit of the server's configuration, not in the SDK's code table",
+    "value_too_large": "a size limit of the server's configuration, not in the SDK's code table",
+    "definition_too_large": "a size limit of the server's configuration, not in the SDK's "
+    "code table",
+}
+"""Engine codes the SDK does not report, each with why."""
+
+NOT_LOCAL_CASES: dict[str, str] = {
+    "branch_unreachable_case@$.steps[0].cases[0].when": "the server folds a constant "
+    "condition ({'eq': [1, 2]}) to false; the SDK flags only a literal false",
+}
+"""Cases of a code the SDK does check, in a form it does not, each with why."""
+
+
+@pytest.fixture(scope="module")
+def host() -> PluginHost:
+    return PluginHost.from_entry_points()
+
+
+def engine_problems(doc: Any, host: PluginHost) -> set[tuple[str, str]]:
+    """What the server reports under its default limits (the SDK knows no others)."""
+    try:
+        validate_definition(doc, host, Limits())
+    except ValidationError as exc:
+        return {(p.path, p.code) for p in exc.problems}
+    return set()
+
+
+@pytest.mark.parametrize(
+    ("code", "path", "doc", "limits"), CASES, ids=[f"{c[0]}@{c[1]}" for c in CASES]
+)
+def test_the_sdk_reports_what_the_engine_reports(
+    code: str, path: str, doc: Any, limits: Limits | None, host: PluginHost
+) -> None:
+    case = f"{code}@{path}"
+    local = {(p.path, p.code) for p in validate(doc)}
+    expected = {(w, c) for w, c in engine_problems(doc, host) if c not in NOT_LOCAL}
+    if case in NOT_LOCAL_CASES:
+        expected.discard((path, code))
+    assert local == expected
+    if limits is None and code not in NOT_LOCAL and case not in NOT_LOCAL_CASES:
+        assert (path, code) in local  # the case's own rule, checked locally
+
+
+def test_every_engine_code_is_local_or_listed() -> None:
+    assert set(SDK_PROBLEM_CODES) | set(NOT_LOCAL) == set(PROBLEM_CODES)
+    assert not set(SDK_PROBLEM_CODES) & set(NOT_LOCAL)
+    assert HOST_CODES <= set(NOT_LOCAL)
+    assert all(reason for reason in [*NOT_LOCAL.values(), *NOT_LOCAL_CASES.values()])
+    assert set(NOT_LOCAL_CASES) <= {f"{c[0]}@{c[1]}" for c in CASES}
+
+
+def test_the_sdk_holds_definitions_to_the_engine_default_limits() -> None:
+    from weave_sdk.validate import DEFAULT_LIMITS
+
+    assert dict(DEFAULT_LIMITS) == {name: Limits().get(name) for name in DEFAULT_LIMITS}
