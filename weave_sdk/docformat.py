@@ -6,13 +6,15 @@ engine's ``weave_core.definitions`` check the top level with it (``jsonschema``,
 number types) and report each violation with the problem code and message its
 ``x-weave-*`` annotations name, so the two cannot drift apart. What a limit allows is the
 caller's (the engine's configured limits; the SDK's copy of the defaults). Steps are walked
-by each side (the engine through the node plugins); they share ``STEP_ID`` from here.
+by each side (the engine through the node plugins); each step's envelope (an object with an
+``id`` and a ``kind``) is checked here too, by ``step_envelope``.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Final
@@ -60,6 +62,43 @@ def _meta_validator() -> Validator:
     from jsonschema import Draft202012Validator
 
     return Draft202012Validator(Draft202012Validator.META_SCHEMA)
+
+
+@cache
+def _step_validator() -> Validator:
+    return _validator().evolve(schema=SCHEMA["$defs"]["step"])
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """What the schema's ``$defs/step`` says of one step (at any depth)."""
+
+    problem: Problem | None
+    """The step is not an object: nothing else can be checked."""
+    id_problem: Problem | None
+    kind_problem: Problem | None
+    """Only a missing ``kind``: which kinds exist is each side's to say."""
+    step_id: str | None
+    """The step's id when it is a valid one."""
+
+
+def step_envelope(raw: JSON, path: str) -> Envelope:
+    """Check one step's ``id`` and ``kind`` against the schema."""
+    rule = SCHEMA["$defs"]["step"]
+    errors = list(_step_validator().iter_errors(raw))
+    if not isinstance(raw, Mapping):
+        return Envelope(_problem(path, errors[0], "step"), None, None, None)
+    missing = {
+        name: Problem(f"{path}.{name}", "missing_field", rule["x-weave-missing"][name])
+        for name in rule["required"]
+        if name not in raw
+    }
+    id_error = _first([e for e in errors if list(e.absolute_path) == ["id"]])
+    id_problem = missing.get("id") or (
+        _problem(f"{path}.id", id_error, "id") if id_error is not None else None
+    )
+    step_id = raw["id"] if id_problem is None else None
+    return Envelope(None, id_problem, missing.get("kind"), step_id)
 
 
 def gate(document: JSON) -> tuple[dict[str, JSON] | None, Problem | None, str]:
@@ -241,7 +280,9 @@ __all__ = [
     "SCHEMA_VERSION",
     "STEP_ID",
     "TOP_LEVEL_FIELDS",
+    "Envelope",
     "gate",
     "key_path",
+    "step_envelope",
     "top_level_problems",
 ]

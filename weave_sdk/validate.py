@@ -35,7 +35,6 @@ from weave_sdk._local_rules import MAX_TASK_ATTEMPTS as MAX_TASK_ATTEMPTS
 from weave_sdk._local_rules import RESERVED_VERSIONS as RESERVED_VERSIONS
 from weave_sdk.definition import Workflow
 from weave_sdk.errors import Problem
-from weave_sdk.expressions import STEP_ID
 
 
 @dataclass
@@ -65,31 +64,27 @@ class _Validator(_Kinds):
             self.step(step, f"{path}[{index}]", chain)
 
     def step(self, step: Any, path: str, chain: tuple[Composite, ...]) -> None:
-        if not isinstance(step, Mapping):
-            self.problem(path, "invalid_field", "a step is a JSON object")
+        envelope = docformat.step_envelope(step, path)  # the format's rules for every step
+        if envelope.problem is not None or not isinstance(step, Mapping):
+            self.problems.extend(p for p in (envelope.problem,) if p is not None)
             return
-        step_id = self.required(step, "id", path)
-        kind = self.required(step, "kind", path)
+        self.problems.extend(p for p in (envelope.id_problem, envelope.kind_problem) if p)
+        kind = step.get("kind")
         if "kind" in step and not isinstance(kind, str):
             self.problem(f"{path}.kind", "invalid_field", "'kind' must be a string")
             kind = None
         info: _StepInfo | None = None
-        if "id" in step:
-            if not isinstance(step_id, str) or not STEP_ID.match(step_id):
-                self.problem(
-                    f"{path}.id",
-                    "invalid_id",
-                    "a step id matches [A-Za-z_][A-Za-z0-9_]* and has at most 64 characters",
-                )
-            elif step_id in self.steps:
-                self.problem(
-                    f"{path}.id",
-                    "duplicate_step_id",
-                    f"step id '{step_id}' is already used at {self.steps[step_id].path}",
-                )
-            else:
-                info = _StepInfo(step_id, kind or "", self.order, chain, path)
-                self.steps[step_id] = info
+        step_id = envelope.step_id
+        if step_id is not None and step_id in self.steps:
+            self.problem(
+                f"{path}.id",
+                "duplicate_step_id",
+                f"step id {step_id!r} is already used at {self.steps[step_id].path}; ids are "
+                "unique across the whole definition",
+            )
+        elif step_id is not None:
+            info = _StepInfo(step_id, kind or "", self.order, chain, path)
+            self.steps[step_id] = info
         self.order += 1
         if kind not in _KIND_FIELDS:
             self.opaque(step)  # a third-party kind: its fields are the server's to check

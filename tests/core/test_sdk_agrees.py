@@ -84,3 +84,27 @@ def test_the_sdk_holds_definitions_to_the_engine_default_limits() -> None:
     from weave_sdk.validate import DEFAULT_LIMITS
 
     assert dict(DEFAULT_LIMITS) == {name: Limits().get(name) for name in DEFAULT_LIMITS}
+
+
+def _doc(**top: Any) -> dict[str, Any]:
+    task = {"id": "a", "kind": "task", "queue": "q", "handler": {"name": "h", "version": "1"}}
+    return {"schema_version": 1, "definition_id": "d", "version": "1", "steps": [task]} | top
+
+
+SHARED_RULES = [
+    _doc(definition_id="-x", version="latest", colour=1, failure_policy="NEVER"),
+    _doc(deadline_seconds=0, limits={"max_steps": 10**6, "bogus": 1, "max_nesting": True}),
+    _doc(input_schema={"type": 5}, limits=[]),
+    _doc(steps=[5, {}, {"id": "1x", "kind": "task", "queue": "q",
+                        "handler": {"name": "h", "version": "1"}}]),
+    _doc(steps=[{"id": "p", "kind": "parallel", "branches": {"x": [7, {"id": "p"}]}}]),
+]
+
+
+@pytest.mark.parametrize("doc", SHARED_RULES)
+def test_the_rules_of_the_schema_give_the_same_problems(doc: Any, host: PluginHost) -> None:
+    """The top level and every step's id and kind: same paths, codes and messages."""
+    with pytest.raises(ValidationError) as caught:
+        validate_definition(doc, host, Limits())
+    engine = {(p.path, p.code, p.message) for p in caught.value.problems}
+    assert {(p.path, p.code, p.message) for p in validate(doc)} == engine
