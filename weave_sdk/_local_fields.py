@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from weave_sdk._local_refs import _as_int, _is_number, _RefUse, _StepInfo, key_path
-from weave_sdk._local_rules import MAX_ID_LENGTH, PROBLEM_CODES
+from weave_sdk._local_rules import DEFAULT_LIMITS, MAX_ID_LENGTH, PROBLEM_CODES
 from weave_sdk.errors import Problem
 
 
@@ -22,6 +22,12 @@ class _Fields:
     opaque_ids: set[str] = field(default_factory=set)
     uses: list[_RefUse] = field(default_factory=list)
     order: int = 0
+    limits: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_LIMITS))
+    """The default limits, as the document's ``limits`` tightens them."""
+
+    def limit(self, name: str) -> tuple[str, int]:
+        """``(name, value)`` of a limit, for ``count``."""
+        return name, self.limits[name]
 
     def problem(self, path: str, code: str, message: str) -> None:
         assert code in PROBLEM_CODES, code

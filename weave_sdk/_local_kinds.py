@@ -21,13 +21,9 @@ from weave_sdk._local_refs import (
     parse_ref,
 )
 from weave_sdk._local_rules import (
-    _DEADLINE_LIMIT,
     DEFAULT_BACKOFF_SECONDS,
     DEFAULT_MAX_BACKOFF_SECONDS,
     MAX_CONDITION_DEPTH,
-    MAX_POLL_ATTEMPTS_TOTAL,
-    MAX_POLL_ROUNDS,
-    MAX_TASK_ATTEMPTS,
 )
 from weave_sdk.exactjson import JSON
 from weave_sdk.expressions import (
@@ -36,6 +32,8 @@ from weave_sdk.expressions import (
     ORDERING_OPERATORS,
     REF_KEY,
 )
+
+_DEADLINE = "max_deadline_seconds"
 
 
 class _Kinds(_Fields):
@@ -80,7 +78,7 @@ class _Kinds(_Fields):
             if retry is not None:
                 names = {"max_attempts", "backoff_seconds", "backoff_multiplier"}
                 self.unknown_fields(retry, names | {"max_backoff_seconds"}, here)
-                attempts = ("max_task_attempts", MAX_TASK_ATTEMPTS)
+                attempts = self.limit("max_task_attempts")
                 self.count(retry, "max_attempts", here, required=False, limit=attempts)
                 self.number(retry, "backoff_seconds", here, 0)
                 self.number(retry, "backoff_multiplier", here, 1)
@@ -100,7 +98,7 @@ class _Kinds(_Fields):
                 names = {"schedule_to_start", "start_to_close", "heartbeat"}
                 self.unknown_fields(timeouts, names, here)
                 for name in sorted(names):
-                    self.count(timeouts, name, here, required=False, limit=_DEADLINE_LIMIT)
+                    self.count(timeouts, name, here, required=False, limit=self.limit(_DEADLINE))
 
     def signal_fields(self, obj: Mapping[str, Any], path: str, owner: _StepInfo) -> None:
         self.text(obj, "name", path, required=True)
@@ -121,10 +119,10 @@ class _Kinds(_Fields):
 
     def kind_signal(self, step: Mapping[str, Any], path: str, owner: _StepInfo) -> None:
         self.signal_fields(step, path, owner)
-        self.count(step, "timeout_seconds", path, required=False, limit=_DEADLINE_LIMIT)
+        self.count(step, "timeout_seconds", path, required=False, limit=self.limit(_DEADLINE))
 
     def kind_timer(self, step: Mapping[str, Any], path: str, owner: _StepInfo) -> None:
-        self.count(step, "seconds", path, required=True, limit=_DEADLINE_LIMIT)
+        self.count(step, "seconds", path, required=True, limit=self.limit(_DEADLINE))
 
     def kind_poll(self, step: Mapping[str, Any], path: str, owner: _StepInfo) -> None:
         self.text(step, "queue", path, required=True)
@@ -133,26 +131,30 @@ class _Kinds(_Fields):
             self.template(step["input"], f"{path}.input", owner)
         rounds = self.count(step, "max_rounds", path, required=True)
         interval = self.count(step, "interval_seconds", path, required=True)
-        deadline = self.count(step, "deadline_seconds", path, required=True, limit=_DEADLINE_LIMIT)
+        deadline = self.count(
+            step, "deadline_seconds", path, required=True, limit=self.limit(_DEADLINE)
+        )
         attempts = self.count(
             step,
             "attempts_per_round",
             path,
             required=False,
-            limit=("max_task_attempts", MAX_TASK_ATTEMPTS),
+            limit=self.limit("max_task_attempts"),
         )
-        if rounds is not None and rounds > MAX_POLL_ROUNDS:
+        max_rounds = self.limits["max_poll_rounds"]
+        max_total = self.limits["max_poll_attempts_total"]
+        if rounds is not None and rounds > max_rounds:
             self.problem(
                 f"{path}.max_rounds",
                 "poll_budget_too_large",
-                f"max_rounds is {rounds}; the limit max_poll_rounds is {MAX_POLL_ROUNDS}",
+                f"max_rounds is {rounds}; the limit max_poll_rounds is {max_rounds}",
             )
-        if rounds is not None and rounds * (attempts or 1) > MAX_POLL_ATTEMPTS_TOTAL:
+        if rounds is not None and rounds * (attempts or 1) > max_total:
             self.problem(
                 path,
                 "poll_budget_too_large",
                 f"max_rounds x attempts_per_round is {rounds * (attempts or 1)}; the limit "
-                f"max_poll_attempts_total is {MAX_POLL_ATTEMPTS_TOTAL}",
+                f"max_poll_attempts_total is {max_total}",
             )
         if interval is not None and deadline is not None and interval > deadline:
             self.problem(

@@ -121,4 +121,3 @@ _KIND_FIELDS: dict[str, set[str]] = {
     "branch": {"cases"},
     "parallel": {"branches"},
 }
-_DEADLINE_LIMIT = ("max_deadline_seconds", MAX_DEADLINE_SECONDS)

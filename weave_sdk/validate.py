@@ -19,8 +19,6 @@ from weave_sdk._local_refs import Composite, _placement, _StepInfo, _walk, key_p
 from weave_sdk._local_rules import (
     _KIND_FIELDS,
     DEFAULT_LIMITS,
-    MAX_BRANCH_CASES,
-    MAX_PARALLEL_WIDTH,
     PROBLEM_CODES,
 )
 from weave_sdk._local_rules import DEFAULT_BACKOFF_SECONDS as DEFAULT_BACKOFF_SECONDS
@@ -49,7 +47,7 @@ class _Validator(_Kinds):
             assert stop is not None
             self.problems.append(stop)
             return
-        found, _ = docformat.top_level_problems(canonical, DEFAULT_LIMITS)
+        found, self.limits = docformat.top_level_problems(canonical, DEFAULT_LIMITS)
         self.problems.extend(found)
         steps = canonical.get("steps")
         if isinstance(steps, list) and steps:
@@ -114,11 +112,12 @@ class _Validator(_Kinds):
         if not cases:
             self.problem(here, "branch_empty", "a branch needs at least one case")
             return
-        if len(cases) > MAX_BRANCH_CASES:
+        if len(cases) > self.limits["max_branch_cases"]:
             self.problem(
                 here,
                 "limit_exceeded",
-                f"{len(cases)} cases; the limit max_branch_cases is {MAX_BRANCH_CASES}",
+                f"{len(cases)} cases; the limit max_branch_cases is "
+                f"{self.limits['max_branch_cases']}",
             )
         total = False  # once a case always holds, every later case is unreachable
         for index, case in enumerate(cases):
@@ -175,11 +174,12 @@ class _Validator(_Kinds):
             return
         if not branches:
             self.problem(here, "parallel_empty", "a parallel step needs at least one branch")
-        if len(branches) > MAX_PARALLEL_WIDTH:
+        if len(branches) > self.limits["max_parallel_width"]:
             self.problem(
                 here,
                 "parallel_too_wide",
-                f"{len(branches)} branches exceed the limit of {MAX_PARALLEL_WIDTH}",
+                f"{len(branches)} branches exceed the limit of "
+                f"{self.limits['max_parallel_width']}",
             )
         for name, steps in branches.items():
             if isinstance(steps, list) and not steps:

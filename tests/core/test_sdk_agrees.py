@@ -108,3 +108,21 @@ def test_the_rules_of_the_schema_give_the_same_problems(doc: Any, host: PluginHo
         validate_definition(doc, host, Limits())
     engine = {(p.path, p.code, p.message) for p in caught.value.problems}
     assert {(p.path, p.code, p.message) for p in validate(doc)} == engine
+
+
+def test_a_definition_s_own_limits_tighten_the_local_checks(host: PluginHost) -> None:
+    doc = _doc(
+        limits={"max_parallel_width": 1, "max_task_attempts": 2, "max_deadline_seconds": 60},
+        steps=[
+            {"id": "p", "kind": "parallel", "branches": {
+                "x": [{"id": "t", "kind": "timer", "seconds": 61}],
+                "y": [{"id": "u", "kind": "task", "queue": "q", "retry": {"max_attempts": 3},
+                       "handler": {"name": "h", "version": "1"}}],
+            }},
+        ],
+    )
+    with pytest.raises(ValidationError) as caught:
+        validate_definition(doc, host, Limits())
+    engine = {(p.path, p.code) for p in caught.value.problems}
+    assert {(p.path, p.code) for p in validate(doc)} == engine
+    assert {c for _, c in engine} == {"parallel_too_wide", "limit_exceeded"}
