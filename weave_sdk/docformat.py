@@ -65,6 +65,11 @@ def _meta_validator() -> Validator:
 
 
 @cache
+def _version_validator() -> Validator:
+    return _validator().evolve(schema=_PROPERTIES["schema_version"])
+
+
+@cache
 def _step_validator() -> Validator:
     return _validator().evolve(schema=SCHEMA["$defs"]["step"])
 
@@ -117,7 +122,8 @@ def gate(document: JSON) -> tuple[dict[str, JSON] | None, Problem | None, str]:
             "the definition must be a JSON object"
         )
     if "schema_version" in canonical:
-        error = _first(_errors(canonical).get("schema_version", []))
+        version = canonical["schema_version"]
+        error = next(_version_validator().iter_errors(version), None)
         if error is not None:
             problem = _problem("$.schema_version", error, "schema_version")
             return None, problem, "unsupported schema_version"
