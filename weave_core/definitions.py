@@ -3,27 +3,28 @@
 :func:`validate_definition` reports every problem at once (a JSON path, a stable code from
 :data:`PROBLEM_CODES`, a message) and returns a :class:`ValidatedDefinition`: the submitted
 document canonicalised (nothing filled in), its content hash, and the parsed step tree the
-decision core compiles. The step tree and reference checks live in ``weave_core.validation``.
+decision core compiles. The top-level rules are the SDK's (``weave_sdk.docformat``: the JSON
+Schema docs/definition.schema.json), so local and server validation agree; the step tree and
+reference checks, which need the node plugins, live in ``weave_core.validation``.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
 from types import MappingProxyType
 from typing import Final
 
-from jsonschema import Draft202012Validator
-
-from weave_core.errors import InvalidJsonError, Problem, ValidationError
-from weave_core.exactjson import JSON, canonicalize, content_hash, size_of
+from weave_core.errors import Problem, ValidationError
+from weave_core.exactjson import JSON, content_hash, size_of
 from weave_core.limits import Limits
 from weave_core.nodespec import JsonSchema
 from weave_core.plugins import PluginHost
-from weave_core.validation import Block, StepNode, TreeValidator, key_path
+from weave_core.validation import Block, StepNode, TreeValidator
+from weave_sdk import docformat
+from weave_sdk.errors import Problem as SdkProblem
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = docformat.SCHEMA_VERSION
 
 PROBLEM_CODES: Final[Mapping[str, str]] = MappingProxyType(
     {
@@ -68,34 +69,14 @@ PROBLEM_CODES: Final[Mapping[str, str]] = MappingProxyType(
 )
 """Every validation code the engine reports, with its meaning. Codes are a public contract."""
 
-TOP_LEVEL_FIELDS: Final = (
-    "schema_version",
-    "definition_id",
-    "version",
-    "input_schema",
-    "deadline_seconds",
-    "failure_policy",
-    "limits",
-    "steps",
-)
-REQUIRED_FIELDS: Final = ("schema_version", "definition_id", "version", "steps")
-FAILURE_POLICIES: Final = ("REVIEW", "FAIL_AFTER_SETTLED")
-DEFINITION_LIMITS: Final = (
-    "max_steps",
-    "max_nesting",
-    "max_parallel_width",
-    "max_branch_cases",
-    "max_poll_rounds",
-    "max_poll_attempts_total",
-    "max_task_attempts",
-    "max_value_bytes",
-    "max_deadline_seconds",
-)
+# The top-level rules live once, in the SDK (docs/definition.schema.json):
+# these names are read from it.
+TOP_LEVEL_FIELDS: Final = docformat.TOP_LEVEL_FIELDS
+REQUIRED_FIELDS: Final = docformat.REQUIRED_FIELDS
+FAILURE_POLICIES: Final = docformat.FAILURE_POLICIES
+DEFINITION_LIMITS: Final = docformat.DEFINITION_LIMITS
 """Limits a definition may tighten in its ``limits`` object (never loosen)."""
-RESERVED_VERSIONS: Final = ("latest",)
-
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-"""Definition ids and versions: letters, digits, ``.``, ``_``, ``-``; no leading punctuation."""
+RESERVED_VERSIONS: Final = docformat.RESERVED_VERSIONS
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,149 +113,12 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _check_name(value: JSON, path: str, what: str, limits: Limits, problems: list[Problem]) -> None:
-    if not isinstance(value, str) or not _NAME.match(value) or len(value) > limits.max_id_length:
-        problems.append(
-            Problem(
-                path,
-                "invalid_id",
-                f"{what} must be a string of letters, digits, '.', '_' or '-' (not starting "
-                f"with punctuation), at most {limits.max_id_length} characters; got {value!r}",
-            )
-        )
-    elif what == "version" and value in RESERVED_VERSIONS:
-        problems.append(
-            Problem(path, "invalid_id", f"{value!r} is reserved and cannot be a version")
-        )
-
-
-def _effective_limits(
-    document: Mapping[str, JSON], limits: Limits, problems: list[Problem]
-) -> dict[str, int]:
-    effective = {f.name: limits.get(f.name) for f in fields(limits)}
-    raw = document.get("limits")
-    if raw is None and "limits" not in document:
-        return effective
-    if not isinstance(raw, Mapping):
-        problems.append(Problem("$.limits", "invalid_field", "limits must be an object"))
-        return effective
-    for name, value in raw.items():
-        here = key_path("$.limits", name)
-        if name not in DEFINITION_LIMITS:
-            problems.append(
-                Problem(
-                    here, "unknown_field", f"a definition may set {', '.join(DEFINITION_LIMITS)}"
-                )
-            )
-        elif not _is_int(value) or value <= 0:
-            problems.append(Problem(here, "invalid_field", f"{name} must be a positive integer"))
-        elif value > effective[name]:
-            problems.append(
-                Problem(
-                    here,
-                    "limit_exceeded",
-                    f"{name} is {value}; the engine allows at most {effective[name]} "
-                    "(a definition may only tighten limits)",
-                )
-            )
-        else:
-            effective[name] = value
-    return effective
-
-
-def _check_top_level(
-    document: Mapping[str, JSON],
-    limits: Limits,
-    effective: Mapping[str, int],
-    problems: list[Problem],
-) -> None:
-    for name in REQUIRED_FIELDS:
-        if name not in document:
-            problems.append(Problem(f"$.{name}", "missing_field", f"'{name}' is required"))
-    for name in document:
-        if name not in TOP_LEVEL_FIELDS:
-            problems.append(
-                Problem(
-                    key_path("$", name),
-                    "unknown_field",
-                    f"unknown field; a definition has {', '.join(TOP_LEVEL_FIELDS)}",
-                )
-            )
-    if "definition_id" in document:
-        _check_name(document["definition_id"], "$.definition_id", "definition_id", limits, problems)
-    if "version" in document:
-        _check_name(document["version"], "$.version", "version", limits, problems)
-    if "deadline_seconds" in document:
-        deadline = document["deadline_seconds"]
-        if not _is_int(deadline) or deadline <= 0:
-            problems.append(
-                Problem(
-                    "$.deadline_seconds",
-                    "invalid_field",
-                    "deadline_seconds must be a positive integer",
-                )
-            )
-        elif deadline > effective["max_deadline_seconds"]:
-            problems.append(
-                Problem(
-                    "$.deadline_seconds",
-                    "limit_exceeded",
-                    f"deadline_seconds is {deadline}; the limit max_deadline_seconds is "
-                    f"{effective['max_deadline_seconds']}",
-                )
-            )
-    if "failure_policy" in document and document["failure_policy"] not in FAILURE_POLICIES:
-        problems.append(
-            Problem(
-                "$.failure_policy",
-                "invalid_field",
-                f"failure_policy must be one of {', '.join(FAILURE_POLICIES)}",
-            )
-        )
-    if "input_schema" in document:
-        schema = document["input_schema"]
-        if not isinstance(schema, Mapping):
-            problems.append(
-                Problem("$.input_schema", "input_schema_invalid", "input_schema must be an object")
-            )
-        else:
-            meta = Draft202012Validator(Draft202012Validator.META_SCHEMA)
-            for error in meta.iter_errors(schema):
-                where = "".join(
-                    f"[{p}]" if isinstance(p, int) else key_path("", p) for p in error.absolute_path
-                )
-                problems.append(
-                    Problem(f"$.input_schema{where}", "input_schema_invalid", error.message)
-                )
-
-
 def validate_definition(document: JSON, host: PluginHost, limits: Limits) -> ValidatedDefinition:
     """Validate a schema_version 1 document; raise ``ValidationError`` listing every problem."""
-    try:
-        canonical = canonicalize(document)
-    except (TypeError, InvalidJsonError) as exc:
-        raise ValidationError(
-            "the definition is not exact JSON",
-            [Problem("$", "invalid_field", f"not exact JSON: {exc}")],
-        ) from exc
-    if not isinstance(canonical, dict):
-        raise ValidationError(
-            "the definition must be a JSON object",
-            [Problem("$", "invalid_field", "a definition is a JSON object")],
-        )
-    version = canonical.get("schema_version")
-    if "schema_version" in canonical and (not _is_int(version) or version != SCHEMA_VERSION):
-        raise ValidationError(
-            "unsupported schema_version",
-            [
-                Problem(
-                    "$.schema_version",
-                    "schema_version_unsupported",
-                    f"schema_version {version!r} is not supported; this engine reads "
-                    f"{SCHEMA_VERSION}",
-                )
-            ],
-        )
+    canonical, stop, summary = docformat.gate(document)
+    if canonical is None:
+        assert stop is not None
+        raise ValidationError(summary, [_engine(stop)])
     problems: list[Problem] = []
     size = size_of(canonical)
     if size > limits.max_definition_bytes:
@@ -286,8 +130,10 @@ def validate_definition(document: JSON, host: PluginHost, limits: Limits) -> Val
                 f"{limits.max_definition_bytes}",
             )
         )
-    effective = _effective_limits(canonical, limits, problems)
-    _check_top_level(canonical, limits, effective, problems)
+    found, effective = docformat.top_level_problems(
+        canonical, {f.name: limits.get(f.name) for f in fields(limits)}
+    )
+    problems.extend(_engine(p) for p in found)
     input_schema = canonical.get("input_schema")
     if not isinstance(input_schema, Mapping) or any(
         p.path.startswith("$.input_schema") for p in problems
@@ -296,12 +142,9 @@ def validate_definition(document: JSON, host: PluginHost, limits: Limits) -> Val
     tree = TreeValidator(host.kinds(), effective, input_schema)
     steps = canonical.get("steps")
     parsed: tuple[StepNode, ...] | None = None
-    if "steps" in canonical:
-        if not isinstance(steps, list) or not steps:
-            problems.append(Problem("$.steps", "invalid_field", "steps must be a non-empty list"))
-        else:
-            parsed = tree.run(steps, "$.steps")
-            problems.extend(tree.problems)
+    if isinstance(steps, list) and steps:  # otherwise a top-level problem already says so
+        parsed = tree.run(steps, "$.steps")
+        problems.extend(tree.problems)
     if problems or parsed is None:
         raise ValidationError(f"the definition has {len(problems)} problem(s)", _dedupe(problems))
     deadline = canonical.get("deadline_seconds")
@@ -316,6 +159,10 @@ def validate_definition(document: JSON, host: PluginHost, limits: Limits) -> Val
         limits=MappingProxyType({name: effective[name] for name in DEFINITION_LIMITS}),
         steps=parsed,
     )
+
+
+def _engine(problem: SdkProblem) -> Problem:
+    return Problem(problem.path, problem.code, problem.message)
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:

@@ -19,7 +19,6 @@ succeeded; those of a ``one`` composite (``branch``) are not, so they may only b
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -41,16 +40,12 @@ from weave_core.expressions import (
     template_refs,
 )
 from weave_core.nodespec import JsonSchema, NodeKind
+from weave_sdk import docformat
+from weave_sdk.errors import Problem as SdkProblem
 
-STEP_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
-"""A step id: it appears in references (``steps.<id>.output``), so it is a path segment."""
-
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def key_path(path: str, key: str) -> str:
-    """``path`` followed by an object key: ``.key``, or ``['odd key']`` when not an identifier."""
-    return f"{path}.{key}" if _IDENTIFIER.match(key) else f"{path}[{key!r}]"
+# The step id rule and the path spelling are the format's, shared with the SDK's validation.
+STEP_ID = docformat.STEP_ID
+key_path = docformat.key_path
 
 
 def loc_path(
@@ -360,11 +355,12 @@ class TreeValidator:
     def _walk_step(
         self, raw: JSON, path: str, chain: tuple[tuple[str, int], ...], parents: tuple[_Node, ...]
     ) -> _Node | None:
-        if not isinstance(raw, Mapping):
-            self.problems.append(Problem(path, "invalid_field", "a step must be a JSON object"))
+        envelope = docformat.step_envelope(raw, path)  # the format's rules for every step
+        if envelope.problem is not None or not isinstance(raw, Mapping):
+            self.problems.extend(_engine(p) for p in (envelope.problem,) if p is not None)
             return None
-        step_id = self._step_id(raw, path)
-        kind = self._step_kind(raw, path)
+        step_id = self._step_id(envelope, path)
+        kind = self._step_kind(raw, envelope, path)
         node = _Node(step_id, path, kind, None, chain, parents)
         self._nodes.append(node)
         if step_id is not None:
@@ -383,21 +379,12 @@ class TreeValidator:
             node.blocks.append((name, block_path, children))
         return node
 
-    def _step_id(self, raw: Mapping[str, JSON], path: str) -> str | None:
-        if "id" not in raw:
-            self.problems.append(Problem(f"{path}.id", "missing_field", "a step needs an 'id'"))
+    def _step_id(self, envelope: docformat.Envelope, path: str) -> str | None:
+        if envelope.id_problem is not None:
+            self.problems.append(_engine(envelope.id_problem))
             return None
-        step_id = raw["id"]
-        if not isinstance(step_id, str) or not STEP_ID.match(step_id):
-            self.problems.append(
-                Problem(
-                    f"{path}.id",
-                    "invalid_id",
-                    f"{step_id!r} is not a step id (letters, digits and '_', not starting "
-                    "with a digit, at most 64 characters)",
-                )
-            )
-            return None
+        step_id = envelope.step_id
+        assert step_id is not None
         first = self._by_id.get(step_id)
         if first is not None:
             self.problems.append(
@@ -410,9 +397,11 @@ class TreeValidator:
             )
         return step_id
 
-    def _step_kind(self, raw: Mapping[str, JSON], path: str) -> NodeKind | None:
-        if "kind" not in raw:
-            self.problems.append(Problem(f"{path}.kind", "missing_field", "a step needs a 'kind'"))
+    def _step_kind(
+        self, raw: Mapping[str, JSON], envelope: docformat.Envelope, path: str
+    ) -> NodeKind | None:
+        if envelope.kind_problem is not None:
+            self.problems.append(_engine(envelope.kind_problem))
             return None
         name = raw["kind"]
         kind = self._kinds.get(name) if isinstance(name, str) else None
@@ -513,6 +502,10 @@ class TreeValidator:
             f"{ref.text}: this use needs {label}, but the value is declared "
             f"{'/'.join(sorted(types))}",
         )
+
+
+def _engine(problem: SdkProblem) -> Problem:
+    return Problem(problem.path, problem.code, problem.message)
 
 
 _RELATION_MESSAGES = {

@@ -9,7 +9,6 @@ instance; also methods of the handles), ``handlers`` (``@handler`` objects a wor
 and a definition names), ``worker`` (the ``Worker``), ``errors``.
 """
 
-from weave_sdk._json import JSONDecodeError, dumps, loads
 from weave_sdk._version import __version__
 from weave_sdk.client import AsyncClient, Client
 from weave_sdk.controls import (
@@ -69,6 +68,7 @@ from weave_sdk.errors import (
     WeaveConnectionError,
     WeaveSDKError,
 )
+from weave_sdk.exactjson import JSONDecodeError, dumps, loads
 from weave_sdk.expressions import (
     Condition,
     Ref,

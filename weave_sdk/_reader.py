@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from weave_sdk._json import check_exact
 from weave_sdk.definition import (
     SCHEMA_VERSION,
     BranchStep,
@@ -31,6 +30,7 @@ from weave_sdk.definition import (
     Workflow,
 )
 from weave_sdk.errors import DefinitionFormatError
+from weave_sdk.exactjson import check_exact
 from weave_sdk.expressions import Condition
 
 

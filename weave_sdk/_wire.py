@@ -164,7 +164,7 @@ class _Closed(Exception):
 
 def error_of(status: int, body: bytes, url: str) -> WeaveAPIError:
     """The SDK's typed error for an error answer (the same mapping as the clients)."""
-    from weave_sdk.client import api_error
+    from weave_sdk._answers import api_error
 
     response = httpx.Response(status, content=body, request=httpx.Request("POST", url))
     return api_error(response)

@@ -19,12 +19,12 @@ from urllib.parse import quote
 
 import pydantic
 
-from weave_sdk._json import JSONDecodeError, dumps, loads
+from weave_sdk._calls import _Settings
 from weave_sdk._tracing import traced
 from weave_sdk._wire import Connection, WireError, error_of
 from weave_sdk._worker_parts import Backoff, Beats, Claimed, Running, bounded_traceback
-from weave_sdk.client import _Settings
 from weave_sdk.errors import ConflictError, NotFoundError, WeaveAPIError, WeaveSDKError
+from weave_sdk.exactjson import JSONDecodeError, dumps, loads
 from weave_sdk.handlers import (
     HandlerDef,
     HandlerError,

@@ -18,7 +18,8 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from weave_sdk.client import _Call, _expect, _segment
+from weave_sdk._answers import _expect
+from weave_sdk._calls import _Call, _segment
 from weave_sdk.workflows import WorkflowExecution, _Model
 
 if TYPE_CHECKING:

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from weave_sdk._json import JSON
+from weave_sdk import docformat
+from weave_sdk.exactjson import JSON
 
 REF_KEY = "$ref"
 COMPARISON_OPERATORS = ("eq", "ne", "lt", "le", "gt", "ge")
@@ -31,7 +32,7 @@ OPERATORS = (*COMPARISON_OPERATORS, "in", "exists", "and", "or", "not")
 
 # The server's grammar for one path segment: a field name or an array index.
 PATH_SEGMENT = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_-]*|0|[1-9][0-9]{0,8})$")
-STEP_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+STEP_ID = docformat.STEP_ID  # the format's rule (definition.schema.json)
 
 
 def _segments(path: Sequence[str | int]) -> tuple[str, ...]:

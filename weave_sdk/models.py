@@ -1,7 +1,7 @@
 """Typed results of the definition routes (DESIGN.md §10), as the server returns them.
 
 Documents keep their exact numbers: the client parses response bodies with
-``weave_sdk._json.loads`` (``int``/``Decimal``) before these models see them, and the
+``weave_sdk.exactjson.loads`` (``int``/``Decimal``) before these models see them, and the
 models never coerce a ``document``.
 """
 

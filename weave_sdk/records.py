@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel
 
-from weave_sdk.client import _Call, _items, _segment
+from weave_sdk._answers import _items
+from weave_sdk._calls import _Call, _segment
 from weave_sdk.views import AttemptInfo, HistoryTaskEvent, TaskEventInfo
 
 if TYPE_CHECKING:

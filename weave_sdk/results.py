@@ -23,7 +23,7 @@ from weave_sdk.outcomes import outcome_error, timeout_error
 from weave_sdk.views import WorkflowStatus
 
 if TYPE_CHECKING:
-    from weave_sdk.client import _Call, _Settings
+    from weave_sdk._calls import _Call, _Settings
     from weave_sdk.workflows import AsyncWorkflowHandle, WorkflowDescription, WorkflowHandle
 
 LONG_POLL_MAX_S: Final = 30.0
@@ -48,7 +48,7 @@ class ResultAnswer(BaseModel):
 
 
 def _read(response: httpx.Response) -> ResultAnswer | None:
-    from weave_sdk.client import _expect, _model, api_error
+    from weave_sdk._answers import _expect, _model, api_error
 
     if response.status_code == 405:
         return None
@@ -61,7 +61,7 @@ def _read(response: httpx.Response) -> ResultAnswer | None:
 
 
 def result_call(settings: _Settings, workflow_id: str, wait: float) -> _Call[ResultAnswer | None]:
-    from weave_sdk.client import _Call, _segment
+    from weave_sdk._calls import _Call, _segment
 
     path = settings.ns_path(f"/workflows/{_segment(workflow_id, 'workflow_id')}/result")
     seconds = f"{max(0.0, min(wait, LONG_POLL_MAX_S)):.3f}".rstrip("0").rstrip(".")

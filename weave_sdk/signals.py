@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from weave_sdk._json import dumps
-from weave_sdk.client import _Call, _expect, _segment
+from weave_sdk._answers import _expect
+from weave_sdk._calls import _Call, _segment
+from weave_sdk.exactjson import dumps
 
 if TYPE_CHECKING:
     from weave_sdk.client import AsyncClient, Client

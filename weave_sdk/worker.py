@@ -40,12 +40,12 @@ from types import FrameType
 from typing import Any, Final
 from urllib.parse import quote
 
-from weave_sdk._json import dumps
 from weave_sdk._wire import Connection
 from weave_sdk._worker_attempts import AttemptRunner
 from weave_sdk._worker_parts import Backoff, Beats, Claimed, CpuMeter
 from weave_sdk.client import AsyncClient, Client, _Settings
 from weave_sdk.errors import WeaveSDKError
+from weave_sdk.exactjson import dumps
 from weave_sdk.handlers import (
     HandlerDef,
     HandlerError,

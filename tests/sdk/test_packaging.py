@@ -91,7 +91,9 @@ def test_wheel_installs_and_imports_without_the_engine(tmp_path: Path) -> None:
     assert "Provides-Extra: testing" in metadata
     assert 'Requires-Dist: weave-engine==0.1.0; extra == "testing"' in required, required
     assert [r for r in required if "extra" not in r] == [
-        "Requires-Dist: httpx>=0.27", "Requires-Dist: pydantic<3,>=2.7"], required
+        "Requires-Dist: httpx>=0.27", "Requires-Dist: jsonschema>=4.21",
+        "Requires-Dist: pydantic<3,>=2.7"], required
+    assert "weave_sdk/definition.schema.json" in names
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)

@@ -16,7 +16,7 @@ from typing import Any, Final, TextIO
 from weave_http.cli.values import _plain
 from weave_http.cli.workflows import _connection_options, run_command
 from weave_sdk import Client
-from weave_sdk._json import dumps
+from weave_sdk.exactjson import dumps
 
 EXPORT_FORMAT: Final = 1
 

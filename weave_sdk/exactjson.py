@@ -1,0 +1,356 @@
+"""Exact JSON, the one implementation the SDK and the engine share (R-2.4).
+
+Numbers stay exact: ``loads`` parses integers as ``int`` and every other number as
+``Decimal``, never ``float``. Hostile input is refused with a ``JSONDecodeError``: invalid
+UTF-8, a byte order mark, NaN/Infinity, duplicate keys, nesting past a limit, numbers of
+more than 4300 digits and escaped lone surrogates. Two writers:
+
+- ``dumps`` is compact, keeps key order and spells a ``Decimal`` as ``str()`` does
+  (``1.10`` stays ``1.10``): what a client sends;
+- ``canonical_dumps`` is the canonical form (sorted keys, one spelling per rational:
+  ``1.10`` and ``1.1`` both become ``1.1``), so equal documents have equal text and
+  ``content_hash`` identifies them: what the engine stores and hashes.
+
+Both refuse ``float`` (``TypeError``) and non-finite numbers (``ValueError``). The engine's
+``weave_core.exactjson`` adapts the refusals to its own error classes and codes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from decimal import Decimal, InvalidOperation
+from typing import Any, NoReturn
+
+JSON = Any
+"""A JSON value as this module produces it: None | bool | int | Decimal | str | list | dict.
+
+``Any`` stands for the recursive union, which mypy cannot name.
+"""
+
+MAX_DEPTH = 64
+"""Deepest nesting ``loads`` accepts by default (the server's default limit)."""
+
+MAX_NUMBER_DIGITS = 4300
+"""Longest number literal accepted (Python's own int/str conversion limit)."""
+
+
+class JSONDecodeError(ValueError):
+    """A document is not acceptable JSON (syntax, NaN/Infinity, duplicate key, nesting…).
+
+    ``details`` holds JSON-safe context (a position, the limit); the engine passes it on
+    in its problem+json bodies.
+    """
+
+    def __init__(self, message: str, *, details: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details: dict[str, Any] = dict(details or {})
+
+
+class JSONTooDeepError(JSONDecodeError):
+    """The document nests deeper than the allowed depth."""
+
+
+class JSONTooLargeError(JSONDecodeError):
+    """The encoded document is longer than the allowed number of bytes."""
+
+
+class NotJSONError(Exception):
+    """A value cannot be written as exact JSON; ``path`` is where (``$.a[0]``)."""
+
+    def __init__(self, reason: str, *, not_finite: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.not_finite = not_finite
+        self.segments: list[str] = []
+
+    @property
+    def path(self) -> str:
+        return "$" + "".join(reversed(self.segments))
+
+    def public(self) -> TypeError | ValueError:
+        """The ``TypeError`` (or, for NaN/Infinity, ``ValueError``) callers see."""
+        message = f"{self.path}: {self.reason}"
+        return ValueError(message) if self.not_finite else TypeError(message)
+
+
+# --- reading ----------------------------------------------------------------------------
+
+
+def _reject_constant(name: str) -> NoReturn:
+    raise JSONDecodeError(f"{name} is not a JSON number", details={"token": name})
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise JSONDecodeError(f"duplicate key {key!r} in a JSON object", details={"key": key})
+        result[key] = value
+    return result
+
+
+def _too_long() -> JSONDecodeError:
+    return JSONDecodeError(
+        f"a number has more than {MAX_NUMBER_DIGITS} digits",
+        details={"max_digits": MAX_NUMBER_DIGITS},
+    )
+
+
+def _parse_number(text: str) -> Decimal:
+    if len(text) > MAX_NUMBER_DIGITS:
+        raise _too_long()
+    try:
+        return Decimal(text)
+    except InvalidOperation as exc:  # the JSON grammar already excludes this; kept for safety
+        raise JSONDecodeError(f"bad number {text!r}") from exc
+
+
+def _parse_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_NUMBER_DIGITS:
+        raise _too_long()
+    return int(text)
+
+
+def depth(value: JSON) -> int:
+    """Return how deeply ``value`` nests (a scalar is 0, ``[]`` is 1), without recursion."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            level += 1
+            stack.extend((v, level) for v in item.values())
+        elif isinstance(item, list):
+            level += 1
+            stack.extend((v, level) for v in item)
+        deepest = max(deepest, level)
+    return deepest
+
+
+def _too_deep(max_depth: int) -> JSONTooDeepError:
+    return JSONTooDeepError(
+        f"JSON nests deeper than {max_depth} levels", details={"max_depth": max_depth}
+    )
+
+
+def loads(data: bytes | str, *, max_depth: int = MAX_DEPTH, max_bytes: int | None = None) -> JSON:
+    """Parse one JSON document exactly, or raise ``JSONDecodeError`` (or a subclass)."""
+    if isinstance(data, bytes):
+        if max_bytes is not None and len(data) > max_bytes:
+            raise JSONTooLargeError(
+                f"JSON document of {len(data)} bytes exceeds the limit of {max_bytes} bytes",
+                details={"limit_bytes": max_bytes},
+            )
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise JSONDecodeError(
+                f"body is not valid UTF-8 (byte {exc.start})", details={"position": exc.start}
+            ) from exc
+    else:
+        text = data
+    if text.startswith("\ufeff"):
+        raise JSONDecodeError("a byte order mark is not allowed before JSON")
+    try:
+        value = json.loads(
+            text,
+            parse_float=_parse_number,
+            parse_int=_parse_int,
+            parse_constant=_reject_constant,
+            object_pairs_hook=_no_duplicates,
+        )
+    except RecursionError as exc:
+        raise _too_deep(max_depth) from exc
+    except json.JSONDecodeError as exc:
+        raise JSONDecodeError(
+            f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+            details={"line": exc.lineno, "column": exc.colno},
+        ) from exc
+    if depth(value) > max_depth:
+        raise _too_deep(max_depth)
+    if "\\u" in text:  # only escapes can produce an unpaired surrogate
+        _check_strings(value)
+    return value
+
+
+def _check_text(text: str) -> None:
+    """Refuse strings that cannot be written as UTF-8 (escaped lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise JSONDecodeError(
+            "a string contains an unpaired surrogate escape (not valid Unicode)"
+        ) from exc
+
+
+def _check_strings(value: JSON) -> None:
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            _check_text(item)
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                _check_text(key)
+                stack.append(child)
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+# --- writing ----------------------------------------------------------------------------
+
+_PLAIN_EXPONENT_LIMIT = 64
+
+
+def canonical_number(value: int | Decimal) -> str:
+    """The one spelling of a number: equal rationals give equal text; never rounds.
+
+    Trailing zeros are dropped (``1.10`` → ``1.1``, ``1E+2`` → ``100``); magnitudes needing
+    more than 64 zeros use ``E`` notation. Works on the digit tuple, so no Decimal context
+    precision can round a long value.
+    """
+    if isinstance(value, bool):  # bool is an int subclass; callers must not pass it here
+        raise TypeError("a boolean is not a number")
+    if isinstance(value, int):
+        return str(value)
+    if not value.is_finite():
+        raise NotJSONError(f"{value} is not a JSON number", not_finite=True)
+    sign, digit_tuple, exponent = value.as_tuple()
+    assert isinstance(exponent, int)
+    digits = "".join(map(str, digit_tuple)).lstrip("0")
+    if not digits:
+        return "0"
+    stripped = digits.rstrip("0")
+    exponent += len(digits) - len(stripped)
+    digits = stripped
+    prefix = "-" if sign else ""
+    point = len(digits) + exponent  # position of the decimal point within ``digits``
+    if 0 <= exponent <= _PLAIN_EXPONENT_LIMIT:
+        return prefix + digits + "0" * exponent
+    if exponent < 0 and point > 0:
+        return prefix + digits[:point] + "." + digits[point:]
+    if exponent < 0 and -point <= _PLAIN_EXPONENT_LIMIT:
+        return prefix + "0." + "0" * (-point) + digits
+    mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+    return f"{prefix}{mantissa}E{point - 1}"
+
+
+def _plain_number(value: int | Decimal) -> str:
+    if isinstance(value, Decimal) and not value.is_finite():
+        raise NotJSONError(f"{value} is not a JSON number", not_finite=True)
+    return str(value)  # always valid JSON for a finite Decimal: 1.10, 1E+2, -0
+
+
+def _encode(value: Any, out: list[str], canonical: bool) -> None:
+    """Append ``value``'s JSON to ``out``; a refusal carries its path (built on error only)."""
+    if value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, str):
+        out.append(json.dumps(value, ensure_ascii=False))
+    elif isinstance(value, int | Decimal):
+        out.append(canonical_number(value) if canonical else _plain_number(value))
+    elif isinstance(value, float):
+        raise NotJSONError(
+            f"float {value!r} is not exact; use int or Decimal (e.g. Decimal('1.1'))"
+        )
+    elif isinstance(value, Mapping):
+        out.append("{")
+        for index, key in enumerate(sorted(value) if canonical else value):
+            if not isinstance(key, str):
+                raise NotJSONError(f"JSON object keys must be str, not {type(key).__name__}")
+            if index:
+                out.append(",")
+            out.append(json.dumps(key, ensure_ascii=False))
+            out.append(":")
+            try:
+                _encode(value[key], out, canonical)
+            except NotJSONError as exc:
+                exc.segments.append(f".{key}")
+                raise
+        out.append("}")
+    elif isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
+        out.append("[")
+        for index, item in enumerate(value):
+            if index:
+                out.append(",")
+            try:
+                _encode(item, out, canonical)
+            except NotJSONError as exc:
+                exc.segments.append(f"[{index}]")
+                raise
+        out.append("]")
+    else:
+        raise NotJSONError(f"{type(value).__name__} is not JSON")
+
+
+def _write(value: JSON, canonical: bool) -> str:
+    out: list[str] = []
+    try:
+        _encode(value, out, canonical)
+    except NotJSONError as exc:
+        raise exc.public() from None
+    return "".join(out)
+
+
+def dumps(value: JSON) -> str:
+    """Write ``value`` as compact JSON with exact numbers, keys in their order.
+
+    ``float`` (anywhere) raises ``TypeError``; NaN/Infinity raise ``ValueError``.
+    """
+    return _write(value, canonical=False)
+
+
+def canonical_dumps(value: JSON) -> str:
+    """Write ``value`` in canonical JSON (sorted keys, no spaces, one spelling per number)."""
+    return _write(value, canonical=True)
+
+
+def check_exact(value: JSON, where: str = "$") -> None:
+    """Raise ``TypeError`` if ``value`` holds a float or anything that is not JSON."""
+    try:
+        _encode(value, [], canonical=False)
+    except NotJSONError as exc:
+        message = f"{where}{exc.path[1:]}: {exc.reason}"
+        raise (ValueError(message) if exc.not_finite else TypeError(message)) from None
+
+
+def content_hash(value: JSON) -> str:
+    """SHA-256 of the canonical form, hex: the identity of a document's content."""
+    return hashlib.sha256(canonical_dumps(value).encode("utf-8")).hexdigest()
+
+
+def size_of(value: JSON) -> int:
+    """Bytes of the canonical UTF-8 form: the size every limit in the engine counts."""
+    return len(canonical_dumps(value).encode("utf-8"))
+
+
+def canonicalize(value: JSON) -> JSON:
+    """Return the value as it reads back from its canonical text (numbers normalised)."""
+    return loads(canonical_dumps(value), max_depth=max(MAX_DEPTH, depth(value)))
+
+
+__all__ = [
+    "JSON",
+    "MAX_DEPTH",
+    "MAX_NUMBER_DIGITS",
+    "JSONDecodeError",
+    "JSONTooDeepError",
+    "JSONTooLargeError",
+    "NotJSONError",
+    "canonical_dumps",
+    "canonical_number",
+    "canonicalize",
+    "check_exact",
+    "content_hash",
+    "depth",
+    "dumps",
+    "loads",
+    "size_of",
+]
