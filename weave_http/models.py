@@ -1,7 +1,7 @@
 """The wire shapes of the API as pydantic models, and how a response is written.
 
 The models are the single source of the OpenAPI schemas (``weave_http.openapi``) and of
-every JSON response body. Bodies are written with :func:`weave_core.exactjson.dumps`, so
+every JSON response body. Bodies are written with :func:`weave_core.foundation.exactjson.dumps`, so
 numbers inside documents stay exact (``1e400``, ``2**64``); datetimes are RFC 3339 UTC
 with microseconds and ``Z`` (``2025-01-31T12:00:00.000000Z``).
 """
@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, WithJsonSchema
 from starlette.responses import Response
 
-from weave_core import exactjson
+from weave_core.foundation import exactjson
 
 JSON_MEDIA_TYPE = "application/json"
 

@@ -8,9 +8,9 @@ import math
 from tests.conftest import MYSQL_SERVER_URL, create_mysql_database, drop_mysql_database
 from tests.runtime.helpers import instance, start, transitions_of
 from tests.waits.helpers import due_rows, send
-from weave_core.db import set_clock_offset
 from weave_core.engine import Engine
 from weave_core.runtime import run_pending
+from weave_core.storage.db import set_clock_offset
 from weave_http.bench.runner import run
 from weave_http.bench.scan_scenario import prepare
 

@@ -16,12 +16,12 @@ from typing import Final
 
 from jsonschema import Draft202012Validator
 
-from weave_core.errors import InvalidJsonError, Problem, ValidationError
-from weave_core.exactjson import JSON, canonicalize, content_hash, size_of
-from weave_core.limits import Limits
-from weave_core.nodespec import JsonSchema
-from weave_core.plugins import PluginHost
-from weave_core.validation import Block, StepNode, TreeValidator, key_path
+from weave_core.definitions.validation import Block, StepNode, TreeValidator, key_path
+from weave_core.foundation.errors import InvalidJsonError, Problem, ValidationError
+from weave_core.foundation.exactjson import JSON, canonicalize, content_hash, size_of
+from weave_core.foundation.limits import Limits
+from weave_core.plugins.host import PluginHost
+from weave_core.plugins.nodespec import JsonSchema
 
 SCHEMA_VERSION: Final = 1
 

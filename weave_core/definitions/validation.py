@@ -28,9 +28,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
-from weave_core.errors import Problem
-from weave_core.exactjson import JSON, size_of
-from weave_core.expressions import (
+from weave_core.definitions.expressions import (
     REF_KEY,
     ExpressionError,
     Ref,
@@ -40,7 +38,9 @@ from weave_core.expressions import (
     parse_ref,
     template_refs,
 )
-from weave_core.nodespec import JsonSchema, NodeKind
+from weave_core.foundation.errors import Problem
+from weave_core.foundation.exactjson import JSON, size_of
+from weave_core.plugins.nodespec import JsonSchema, NodeKind
 
 STEP_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 """A step id: it appears in references (``steps.<id>.output``), so it is a path segment."""

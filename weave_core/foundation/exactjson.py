@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any, NoReturn
 
-from weave_core.errors import InvalidJsonError, JsonTooDeepError, PayloadTooLargeError
+from weave_core.foundation.errors import InvalidJsonError, JsonTooDeepError, PayloadTooLargeError
 
 DEFAULT_MAX_DEPTH = 64
 

@@ -16,7 +16,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.protocols import Validator
 from jsonschema.validators import extend
 
-from weave_core.exactjson import JSON, dumps, loads
+from weave_core.foundation.exactjson import JSON, dumps, loads
 
 
 def _is_number(_checker: Any, value: object) -> bool:

@@ -17,8 +17,7 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import TYPE_CHECKING, Literal, TypeVar
 
-from weave_core.exactjson import JSON, size_of
-from weave_core.expressions import (
+from weave_core.definitions.expressions import (
     ExpressionTypeError,
     MissingValueError,
     Ref,
@@ -28,12 +27,13 @@ from weave_core.expressions import (
     json_equal,
     resolve,
 )
-from weave_core.nodespec import EnterBlocks
-from weave_core.plan import Decision, DecisionKind, Plan, PlanRejectedError, RejectReason
-from weave_core.snapshot import PASSABLE, ROOT, Entered, Phase, Snapshot, StepState
+from weave_core.foundation.exactjson import JSON, size_of
+from weave_core.planning.plan import Decision, DecisionKind, Plan, PlanRejectedError, RejectReason
+from weave_core.planning.snapshot import PASSABLE, ROOT, Entered, Phase, Snapshot, StepState
+from weave_core.plugins.nodespec import EnterBlocks
 
 if TYPE_CHECKING:
-    from weave_core.program import Program, _Node
+    from weave_core.planning.program import Program, _Node
 
 T = TypeVar("T")
 _Mode = Literal["run", "verify", "inert"]
@@ -481,7 +481,7 @@ class _Planner:
 
 
 def make_plan(program: Program, snapshot: Snapshot, limit: int, allow_new: bool) -> Plan:
-    """Plan from ``snapshot`` (see :meth:`weave_core.program.Program.plan`)."""
+    """Plan from ``snapshot`` (see :meth:`weave_core.planning.program.Program.plan`)."""
     return _Planner(program, snapshot, limit, allow_new).run()
 
 

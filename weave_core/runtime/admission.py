@@ -19,16 +19,15 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from weave_core import exactjson
-from weave_core.definition_store import LATEST, get_definition
+from weave_core.definitions.store import LATEST, get_definition
 from weave_core.dispatch.gates import create_gate_txn
 from weave_core.dispatch.queues import lock_capacity_txn
 from weave_core.engine import Engine
-from weave_core.errors import ConflictError, NotFoundError, Problem, ValidationError
-from weave_core.exactjson import JSON
-from weave_core.exactschema import ExactValidator
-from weave_core.locks import lock_namespace_shared
-from weave_core.program import Program
+from weave_core.foundation import exactjson
+from weave_core.foundation.errors import ConflictError, NotFoundError, Problem, ValidationError
+from weave_core.foundation.exactjson import JSON
+from weave_core.foundation.exactschema import ExactValidator
+from weave_core.planning.program import Program
 from weave_core.runtime.advance import advance_txn
 from weave_core.runtime.frozen import freeze, store_txn
 from weave_core.runtime.history import History
@@ -42,7 +41,8 @@ from weave_core.runtime.instances import (
 from weave_core.runtime.pending import DEADLINE_REF, PendingKind, PendingReason, schedule_txn
 from weave_core.runtime.programs import programs
 from weave_core.runtime.snapshot import LockedInstance
-from weave_core.schema import weave_idempotency, weave_instances
+from weave_core.storage.locks import lock_namespace_shared
+from weave_core.storage.schema import weave_idempotency, weave_instances
 
 DEFAULT_OPERATION_TYPE: Final = "start"
 _OPERATION_TYPE_RE: Final = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")

@@ -19,16 +19,25 @@ from datetime import datetime
 
 from sqlalchemy.engine import Connection
 
-from weave_core import exactjson
-from weave_core.db import savepoint
 from weave_core.dispatch.errors import QueueFullError, QuotaExceededError
 from weave_core.dispatch.gates import set_gate_txn
 from weave_core.dispatch.model import TaskSpec
 from weave_core.dispatch.queues import under_ledger
 from weave_core.dispatch.tasks import create_task_txn
 from weave_core.engine import Engine
-from weave_core.faults import fault_point
-from weave_core.nodespec import (
+from weave_core.foundation import exactjson
+from weave_core.foundation.faults import fault_point
+from weave_core.observability.observe import engine_gap_txn
+from weave_core.planning.plan import (
+    MAX_PLAN_LIMIT,
+    Decision,
+    DecisionKind,
+    PlanRejectedError,
+    command_to_json,
+)
+from weave_core.planning.program import Program
+from weave_core.planning.snapshot import ROOT, Entered, Phase
+from weave_core.plugins.nodespec import (
     Command,
     EnterBlocks,
     PollCommand,
@@ -36,15 +45,6 @@ from weave_core.nodespec import (
     TimerCommand,
     WaitSignalCommand,
 )
-from weave_core.observe import engine_gap_txn
-from weave_core.plan import (
-    MAX_PLAN_LIMIT,
-    Decision,
-    DecisionKind,
-    PlanRejectedError,
-    command_to_json,
-)
-from weave_core.program import Program
 from weave_core.runtime.frozen import instance_limits, task_spec
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import (
@@ -65,9 +65,9 @@ from weave_core.runtime.pending import (
     schedule_txn,
 )
 from weave_core.runtime.snapshot import LockedInstance, StepRecord
-from weave_core.schema import weave_activations
-from weave_core.snapshot import ROOT, Entered, Phase
-from weave_core.statements import insert_rows
+from weave_core.storage.db import savepoint
+from weave_core.storage.schema import weave_activations
+from weave_core.storage.statements import insert_rows
 
 TASK_KINDS = frozenset({"task", "poll"})
 """Leaf kinds whose active steps hold a worker task (the instance is RUNNING)."""

@@ -39,19 +39,18 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 from sqlalchemy.exc import DBAPIError
 
-from weave_core import exactjson
-from weave_core.audit import write_audit
-from weave_core.db import mysql_error_code
+from weave_core.access.audit import write_audit
 from weave_core.dispatch.model import EVENT_BY_STATUS, InboxState, TaskStatus
 from weave_core.engine import Engine
-from weave_core.errors import InvalidJsonError, StorageError, WeaveError
-from weave_core.exactjson import JSON
-from weave_core.faults import fault_point
-from weave_core.locks import lock_activation, lock_inbox_row
-from weave_core.nodespec import Fact, FactKind, StepOutcome, StepResult
-from weave_core.observe import ids, note_deferred
-from weave_core.plan import PlanRejectedError
-from weave_core.program import Program
+from weave_core.foundation import exactjson
+from weave_core.foundation.errors import InvalidJsonError, StorageError, WeaveError
+from weave_core.foundation.exactjson import JSON
+from weave_core.foundation.faults import fault_point
+from weave_core.observability.observe import ids, note_deferred
+from weave_core.planning.plan import PlanRejectedError
+from weave_core.planning.program import Program
+from weave_core.planning.snapshot import Phase
+from weave_core.plugins.nodespec import Fact, FactKind, StepOutcome, StepResult
 from weave_core.runtime.advance import advance_txn, set_status, to_review
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import (
@@ -65,15 +64,16 @@ from weave_core.runtime.instances import (
 from weave_core.runtime.programs import programs
 from weave_core.runtime.quarantine import hold_step_txn
 from weave_core.runtime.snapshot import LockedInstance, lock_chain
-from weave_core.schema import (
+from weave_core.storage.db import mysql_error_code
+from weave_core.storage.locks import lock_activation, lock_inbox_row
+from weave_core.storage.schema import (
     weave_activations,
     weave_inbox,
     weave_instances,
     weave_task_attempts,
     weave_tasks,
 )
-from weave_core.snapshot import Phase
-from weave_core.statements import update_keyed
+from weave_core.storage.statements import update_keyed
 
 logger = logging.getLogger(__name__)
 

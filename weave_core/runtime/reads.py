@@ -16,20 +16,20 @@ from typing import Any, Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from weave_core.audit import AuditEntry, list_audit
-from weave_core.db import Database
+from weave_core.access.audit import AuditEntry, list_audit
 from weave_core.dispatch.sightings import (
     HANDLER_SEEN_WINDOW_S,
     HANDLER_UNAVAILABLE,
     handler_unavailable,
     last_seen,
 )
-from weave_core.errors import Problem, ValidationError
+from weave_core.foundation.errors import Problem, ValidationError
 from weave_core.runtime.admission import DEFAULT_OPERATION_TYPE, read_instance
 from weave_core.runtime.history import MAX_HISTORY_PAGE, read_transitions
 from weave_core.runtime.instances import InstanceStatus, InstanceView, iso, load_json
 from weave_core.runtime.task_records import attempts_of, instance_task_events
-from weave_core.schema import (
+from weave_core.storage.db import Database
+from weave_core.storage.schema import (
     weave_activations,
     weave_idempotency,
     weave_instances,

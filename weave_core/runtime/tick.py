@@ -22,15 +22,15 @@ from typing import Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from weave_core import tracing
 from weave_core.dispatch.leases import sweep_expired_leases
 from weave_core.dispatch.model import InboxState
 from weave_core.engine import Engine
-from weave_core.metrics import TICK_SECONDS
+from weave_core.observability import tracing
+from weave_core.observability.metrics import TICK_SECONDS
 from weave_core.runtime.checkpoints import DEFAULT_BATCH, run_pending_batch
 from weave_core.runtime.consumer import consume
 from weave_core.runtime.pending import PendingState
-from weave_core.schema import weave_inbox, weave_pending_advances
+from weave_core.storage.schema import weave_inbox, weave_pending_advances
 
 logger = logging.getLogger(__name__)
 

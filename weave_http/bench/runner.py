@@ -17,7 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pymysql
 
-from weave_core.migrate import upgrade
+from weave_core.storage.migrate import upgrade
 from weave_http.bench import BenchContext, Metric, Size, Summary, load_scenarios, summarise
 from weave_http.bench.calibration import measure, mysql_params
 

@@ -38,16 +38,16 @@ import pymysql
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, make_url
 
-from weave_core import exactjson
-from weave_core.db import Database
+from weave_core.access.identity import CLI_ACTOR, create_namespace
 from weave_core.engine import Engine
-from weave_core.identity import CLI_ACTOR, create_namespace
-from weave_core.limits import Limits
-from weave_core.migrate import upgrade
-from weave_core.plugins import PluginHost
+from weave_core.foundation import exactjson
+from weave_core.foundation.limits import Limits
+from weave_core.plugins.host import PluginHost
 from weave_core.runtime import StartRequest, start_workflow
 from weave_core.runtime.tick import due_candidates
-from weave_core.schema import (
+from weave_core.storage.db import Database
+from weave_core.storage.migrate import upgrade
+from weave_core.storage.schema import (
     metadata,
     weave_audit,
     weave_instances,

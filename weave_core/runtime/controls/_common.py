@@ -19,10 +19,10 @@ from sqlalchemy.exc import IntegrityError
 
 from weave_core.dispatch.gates import set_gate_txn
 from weave_core.engine import Engine
-from weave_core.errors import NotFoundError
-from weave_core.exactjson import JSON
-from weave_core.faults import fault_point
-from weave_core.program import Program
+from weave_core.foundation.errors import NotFoundError
+from weave_core.foundation.exactjson import JSON
+from weave_core.foundation.faults import fault_point
+from weave_core.planning.program import Program
 from weave_core.runtime.admission import read_instance
 from weave_core.runtime.consumer import consume_task_results
 from weave_core.runtime.controls.errors import (

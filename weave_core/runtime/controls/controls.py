@@ -26,7 +26,7 @@ from datetime import datetime
 from sqlalchemy.engine import Connection
 
 from weave_core.engine import Engine
-from weave_core.program import Program
+from weave_core.planning.program import Program
 from weave_core.runtime.advance import set_status
 from weave_core.runtime.controls._common import (
     Applied,

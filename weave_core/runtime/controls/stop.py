@@ -30,8 +30,8 @@ from sqlalchemy.engine import Connection
 from weave_core.dispatch.model import UNSETTLED, InboxState, TaskStatus
 from weave_core.dispatch.tasks import cancel_task_txn
 from weave_core.engine import Engine
-from weave_core.locks import lock_activation
-from weave_core.program import Program
+from weave_core.planning.program import Program
+from weave_core.planning.snapshot import Phase
 from weave_core.runtime.consumer import settle_cancelling
 from weave_core.runtime.controls._common import close_gate_txn
 from weave_core.runtime.frozen import instance_limits
@@ -40,8 +40,8 @@ from weave_core.runtime.instances import ActivationState
 from weave_core.runtime.pending import close_all_txn
 from weave_core.runtime.snapshot import LockedInstance
 from weave_core.runtime.waits import cancel_waits_txn
-from weave_core.schema import weave_activations, weave_inbox, weave_tasks, weave_waits
-from weave_core.snapshot import Phase
+from weave_core.storage.locks import lock_activation
+from weave_core.storage.schema import weave_activations, weave_inbox, weave_tasks, weave_waits
 
 
 def _result_waiting(conn: Connection, namespace: str, task_id: str) -> bool:

@@ -22,11 +22,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from weave_core.engine import Engine
-from weave_core.errors import Problem
-from weave_core.exactjson import JSON
-from weave_core.limits import Limits
-from weave_core.nodespec import Command, PollCommand, TimerCommand, WaitSignalCommand
-from weave_core.program import Program
+from weave_core.foundation.errors import Problem
+from weave_core.foundation.exactjson import JSON
+from weave_core.foundation.limits import Limits
+from weave_core.planning.program import Program
+from weave_core.plugins.nodespec import Command, PollCommand, TimerCommand, WaitSignalCommand
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import iso, load_json
 from weave_core.runtime.pending import PendingKind, PendingReason, schedule_txn
@@ -44,7 +44,7 @@ from weave_core.runtime.waits.signals import (
     signal_due_txn,
 )
 from weave_core.runtime.waits.timers import timer_due_txn
-from weave_core.schema import weave_poll_rounds, weave_task_events, weave_waits
+from weave_core.storage.schema import weave_poll_rounds, weave_task_events, weave_waits
 
 WAIT_COMMANDS = (WaitSignalCommand, TimerCommand, PollCommand)
 

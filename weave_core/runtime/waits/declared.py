@@ -13,8 +13,8 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from weave_core.engine import Engine
-from weave_core.errors import Problem, ValidationError
-from weave_core.program import Program
+from weave_core.foundation.errors import Problem, ValidationError
+from weave_core.planning.program import Program
 from weave_core.runtime.programs import programs
 
 

@@ -29,15 +29,14 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
-from weave_core import exactjson
-from weave_core.db import savepoint
 from weave_core.dispatch.errors import QueueFullError, QuotaExceededError
 from weave_core.dispatch.model import EVENT_BY_STATUS, TaskSpec, TaskStatus
 from weave_core.dispatch.tasks import create_task_txn
 from weave_core.engine import Engine
-from weave_core.exactjson import JSON
-from weave_core.locks import lock_activation
-from weave_core.nodespec import (
+from weave_core.foundation import exactjson
+from weave_core.foundation.exactjson import JSON
+from weave_core.planning.program import Program
+from weave_core.plugins.nodespec import (
     Fact,
     FactKind,
     PollCommand,
@@ -47,7 +46,6 @@ from weave_core.nodespec import (
     TaskCommand,
     Timeouts,
 )
-from weave_core.program import Program
 from weave_core.runtime.frozen import instance_limits, task_spec
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import MOVING, InstanceStatus, iso, load_json
@@ -73,7 +71,9 @@ from weave_core.runtime.waits.records import (
     settle_step_txn,
     settle_wait_txn,
 )
-from weave_core.schema import weave_activations, weave_inbox, weave_poll_rounds
+from weave_core.storage.db import savepoint
+from weave_core.storage.locks import lock_activation
+from weave_core.storage.schema import weave_activations, weave_inbox, weave_poll_rounds
 
 ROUND_RUNNING = "RUNNING"
 ROUND_SETTLED = "SETTLED"

@@ -20,9 +20,9 @@ from sqlalchemy.engine import Connection
 
 from weave_core.dispatch.tasks import cancel_task_txn
 from weave_core.engine import Engine
-from weave_core.locks import lock_activation
-from weave_core.nodespec import StepOutcome, StepResult
-from weave_core.program import Program
+from weave_core.planning.program import Program
+from weave_core.planning.snapshot import Phase
+from weave_core.plugins.nodespec import StepOutcome, StepResult
 from weave_core.runtime.frozen import instance_limits
 from weave_core.runtime.history import History
 from weave_core.runtime.pending import PendingKind, schedule_txn
@@ -37,8 +37,8 @@ from weave_core.runtime.waits.records import (
     finish_wait_rows_txn,
     settle_wait_txn,
 )
-from weave_core.schema import weave_activations, weave_poll_rounds
-from weave_core.snapshot import Phase
+from weave_core.storage.locks import lock_activation
+from weave_core.storage.schema import weave_activations, weave_poll_rounds
 
 CANCELLED_REASON = "cancelled"
 

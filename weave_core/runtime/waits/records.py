@@ -17,18 +17,18 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
-from weave_core import exactjson
 from weave_core.engine import Engine
-from weave_core.exactjson import JSON
-from weave_core.nodespec import StepOutcome, StepResult
-from weave_core.program import Program
+from weave_core.foundation import exactjson
+from weave_core.foundation.exactjson import JSON
+from weave_core.planning.program import Program
+from weave_core.planning.snapshot import Phase
+from weave_core.plugins.nodespec import StepOutcome, StepResult
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import PHASE_OF_OUTCOME, InstanceStatus
 from weave_core.runtime.pending import WAIT_KINDS, PendingState
 from weave_core.runtime.snapshot import LockedInstance
-from weave_core.schema import weave_activations, weave_pending_advances, weave_waits
-from weave_core.snapshot import Phase
-from weave_core.statements import update_keyed
+from weave_core.storage.schema import weave_activations, weave_pending_advances, weave_waits
+from weave_core.storage.statements import update_keyed
 
 
 class WaitKind(StrEnum):

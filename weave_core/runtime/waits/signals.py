@@ -34,9 +34,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 from sqlalchemy.exc import IntegrityError
 
-from weave_core import exactjson
 from weave_core.engine import Engine
-from weave_core.errors import (
+from weave_core.foundation import exactjson
+from weave_core.foundation.errors import (
     ConflictError,
     LimitExceededError,
     NotFoundError,
@@ -44,11 +44,10 @@ from weave_core.errors import (
     Problem,
     ValidationError,
 )
-from weave_core.exactjson import JSON
-from weave_core.faults import fault_point
-from weave_core.locks import lock_instance, lock_namespace_shared
-from weave_core.nodespec import Fact, FactKind
-from weave_core.program import Program
+from weave_core.foundation.exactjson import JSON
+from weave_core.foundation.faults import fault_point
+from weave_core.planning.program import Program
+from weave_core.plugins.nodespec import Fact, FactKind
 from weave_core.runtime.frozen import instance_limits
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import TERMINAL, InstanceStatus, iso, load_json, new_operation_id
@@ -72,7 +71,8 @@ from weave_core.runtime.waits.records import (
     settle_step_txn,
     settle_wait_txn,
 )
-from weave_core.schema import weave_instances, weave_signals, weave_waits
+from weave_core.storage.locks import lock_instance, lock_namespace_shared
+from weave_core.storage.schema import weave_instances, weave_signals, weave_waits
 
 MAX_EVIDENCE_ITEMS: Final = 32
 MAX_CORRELATION_KEY: Final = 256
@@ -376,8 +376,8 @@ def consume_signal_txn(conn: Connection, engine: Engine, li: LockedInstance, his
 def signal_due_txn(conn: Connection, engine: Engine, li: LockedInstance, history: History,
                    program: Program, activation_id: str, now: datetime) -> None:
     """A ``SIGNAL`` pending row is due: let the wait consume its signal, or record losers."""
-    from weave_core.locks import lock_activation
     from weave_core.runtime.waits.timers import timeout_txn
+    from weave_core.storage.locks import lock_activation
 
     act = lock_activation(conn, activation_id)
     wait = lock_wait(conn, activation_id)

@@ -22,9 +22,8 @@ from typing import Any
 from sqlalchemy.engine import Connection, Row
 
 from weave_core.engine import Engine
-from weave_core.locks import lock_activation
-from weave_core.nodespec import Fact, FactKind
-from weave_core.program import Program
+from weave_core.planning.program import Program
+from weave_core.plugins.nodespec import Fact, FactKind
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import iso
 from weave_core.runtime.snapshot import LockedInstance
@@ -40,6 +39,7 @@ from weave_core.runtime.waits.records import (
     settle_step_txn,
     settle_wait_txn,
 )
+from weave_core.storage.locks import lock_activation
 
 
 def timeout_txn(conn: Connection, engine: Engine, li: LockedInstance, history: History,
