@@ -286,7 +286,7 @@ def _fail_after_settled(conn: Connection, engine: Engine, li: LockedInstance,
     (:func:`~weave_core.runtime.controls.stop.stop_txn`): the gate closes, sibling tasks
     are asked to cancel, timers, signal waits and polls are cancelled on their wait
     record's version, and FAILED comes only once everything started has settled."""
-    from weave_core.runtime.controls.stop import stop_txn  # stop imports this module
+    from weave_core.runtime.stopping import stop_txn  # stop imports this module
 
     set_status(li, history, InstanceStatus.CANCELLING, now=now,
                reason=ReviewReason.TASK_FAILED.value)

@@ -25,8 +25,8 @@ from weave_core.runtime.controls.review import (
     conclude,
     resolve,
 )
-from weave_core.runtime.controls.stop import stop_txn
 from weave_core.runtime.controls.views import control_view
+from weave_core.runtime.stopping import stop_txn
 
 __all__ = [
     "AcceptRequest",

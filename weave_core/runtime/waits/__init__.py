@@ -31,9 +31,9 @@ from weave_core.runtime.history import History
 from weave_core.runtime.instances import iso, load_json
 from weave_core.runtime.pending import PendingKind, PendingReason, schedule_txn
 from weave_core.runtime.snapshot import LockedInstance
+from weave_core.runtime.wait_records import WaitKind, insert_wait_txn
 from weave_core.runtime.waits.polls import apply_round_result_txn, open_poll_txn, poll_due_txn
 from weave_core.runtime.waits.races import cancel_waits_txn, resume_waits_txn
-from weave_core.runtime.waits.records import WaitKind, insert_wait_txn
 from weave_core.runtime.waits.signals import (
     Acceptance,
     SignalRequest,

@@ -57,8 +57,7 @@ from weave_core.runtime.pending import (
     schedule_txn,
 )
 from weave_core.runtime.snapshot import LockedInstance
-from weave_core.runtime.waits.locking import lock_matching_signal, lock_poll_round, lock_wait
-from weave_core.runtime.waits.records import (
+from weave_core.runtime.wait_records import (
     LoserClass,
     WaitKind,
     WaitState,
@@ -71,6 +70,7 @@ from weave_core.runtime.waits.records import (
     settle_step_txn,
     settle_wait_txn,
 )
+from weave_core.runtime.waits.locking import lock_matching_signal, lock_poll_round, lock_wait
 from weave_core.storage.db import savepoint
 from weave_core.storage.locks import lock_activation
 from weave_core.storage.schema import weave_activations, weave_inbox, weave_poll_rounds

@@ -27,9 +27,7 @@ from weave_core.runtime.frozen import instance_limits
 from weave_core.runtime.history import History
 from weave_core.runtime.pending import PendingKind, schedule_txn
 from weave_core.runtime.snapshot import LockedInstance
-from weave_core.runtime.waits.locking import lock_open_waits
-from weave_core.runtime.waits.polls import POLL_REASON, ROUND_RUNNING
-from weave_core.runtime.waits.records import (
+from weave_core.runtime.wait_records import (
     LoserClass,
     WaitKind,
     WaitState,
@@ -37,6 +35,8 @@ from weave_core.runtime.waits.records import (
     finish_wait_rows_txn,
     settle_wait_txn,
 )
+from weave_core.runtime.waits.locking import lock_open_waits
+from weave_core.runtime.waits.polls import POLL_REASON, ROUND_RUNNING
 from weave_core.storage.locks import lock_activation
 from weave_core.storage.schema import weave_activations, weave_poll_rounds
 

@@ -53,14 +53,7 @@ from weave_core.runtime.history import History
 from weave_core.runtime.instances import TERMINAL, InstanceStatus, iso, load_json, new_operation_id
 from weave_core.runtime.pending import PendingKind, schedule_txn
 from weave_core.runtime.snapshot import LockedInstance
-from weave_core.runtime.waits.declared import require_declared_txn
-from weave_core.runtime.waits.locking import (
-    lock_bound_signals,
-    lock_matching_signal,
-    lock_signal,
-    lock_wait,
-)
-from weave_core.runtime.waits.records import (
+from weave_core.runtime.wait_records import (
     LoserClass,
     WaitKind,
     WaitState,
@@ -70,6 +63,13 @@ from weave_core.runtime.waits.records import (
     record_loser,
     settle_step_txn,
     settle_wait_txn,
+)
+from weave_core.runtime.waits.declared import require_declared_txn
+from weave_core.runtime.waits.locking import (
+    lock_bound_signals,
+    lock_matching_signal,
+    lock_signal,
+    lock_wait,
 )
 from weave_core.storage.locks import lock_instance, lock_namespace_shared
 from weave_core.storage.schema import weave_instances, weave_signals, weave_waits

@@ -27,8 +27,7 @@ from weave_core.plugins.nodespec import Fact, FactKind
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import iso
 from weave_core.runtime.snapshot import LockedInstance
-from weave_core.runtime.waits.locking import lock_matching_signal, lock_wait
-from weave_core.runtime.waits.records import (
+from weave_core.runtime.wait_records import (
     LoserClass,
     WaitKind,
     WaitState,
@@ -39,6 +38,7 @@ from weave_core.runtime.waits.records import (
     settle_step_txn,
     settle_wait_txn,
 )
+from weave_core.runtime.waits.locking import lock_matching_signal, lock_wait
 from weave_core.storage.locks import lock_activation
 
 
