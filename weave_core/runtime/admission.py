@@ -41,6 +41,7 @@ from weave_core.runtime.instances import (
 from weave_core.runtime.pending import DEADLINE_REF, PendingKind, PendingReason, schedule_txn
 from weave_core.runtime.programs import programs
 from weave_core.runtime.snapshot import LockedInstance
+from weave_core.runtime.waits.declared import start_problems
 from weave_core.storage.locks import lock_namespace_shared
 from weave_core.storage.schema import weave_idempotency, weave_instances
 
@@ -160,8 +161,6 @@ def start_workflow(
     queues = queues_of(program)
     seconds = program.field("deadline_seconds") or engine.limits.max_deadline_seconds
     policy = program.field("failure_policy") or FailurePolicy.REVIEW.value
-    from weave_core.runtime.waits import start_problems  # issue 6
-
     wait_problems = start_problems(program, int(seconds), engine.limits)
     if wait_problems:
         raise ValidationError("the definition's waits do not fit this start", wait_problems)

@@ -65,6 +65,7 @@ from weave_core.runtime.pending import (
     schedule_txn,
 )
 from weave_core.runtime.snapshot import LockedInstance, StepRecord
+from weave_core.runtime.wait_opening import open_wait_txn
 from weave_core.storage.db import savepoint
 from weave_core.storage.schema import weave_activations
 from weave_core.storage.statements import insert_rows
@@ -132,6 +133,24 @@ def to_review(
         set_status(li, history, InstanceStatus.NEEDS_REVIEW, now=now, reason=reason,
                    details=details)
     if close_gate and li.gate_open:
+        set_gate_txn(conn, li.gate_id, False, now=now)
+        li.gate_open = False
+        history.record("gate.closed", reason=reason)
+
+
+def open_gate_txn(conn: Connection, li: LockedInstance, history: History, reason: str,
+                  now: datetime) -> None:
+    """Open the instance's execution gate, as a transition (resume, accept, recover)."""
+    if not li.gate_open:
+        set_gate_txn(conn, li.gate_id, True, now=now)
+        li.gate_open = True
+        history.record("gate.opened", reason=reason)
+
+
+def close_gate_txn(conn: Connection, li: LockedInstance, history: History, reason: str,
+                   now: datetime) -> None:
+    """Close the instance's execution gate, as a transition (pause, stop)."""
+    if li.gate_open:
         set_gate_txn(conn, li.gate_id, False, now=now)
         li.gate_open = False
         history.record("gate.closed", reason=reason)
@@ -218,8 +237,6 @@ def _activate(
                 _activation_row(li, step_id, kind, command, now, activation_id, task_id))
     if isinstance(command, TimerCommand | WaitSignalCommand | PollCommand):
         # The wait record, its due rows and a poll's first round (issue 6, docs/waits.md).
-        from weave_core.runtime.waits import open_wait_txn
-
         details.update(open_wait_txn(conn, engine, li, step_id=step_id,
                                      activation_id=activation_id, command=command, now=now))
     previous = _mark_step(li, step_id, Phase.ACTIVE, activation_id=activation_id)

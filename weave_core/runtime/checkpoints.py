@@ -48,6 +48,7 @@ from weave_core.runtime.pending import (
 )
 from weave_core.runtime.programs import programs
 from weave_core.runtime.snapshot import LockedInstance, lock_chain, lock_chains
+from weave_core.runtime.waits.due import wait_pending_txn
 from weave_core.storage.locks import (
     holding,
     lock_activation,
@@ -166,8 +167,6 @@ def _continue_txn(conn: Connection, engine: Engine, li: LockedInstance | None, p
     elif kind is PendingKind.ROOT and row.ref == DEADLINE_REF:
         advance_txn(conn, engine, li, history, program, now=now)
     elif kind in WAIT_KINDS:
-        from weave_core.runtime.waits import wait_pending_txn
-
         if not wait_pending_txn(conn, engine, li, history, program, kind, row.ref, now) \
                 and kind is PendingKind.TIMER:
             _fire_timer(conn, engine, li, history, program, row.ref, now,

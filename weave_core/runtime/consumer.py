@@ -64,6 +64,8 @@ from weave_core.runtime.instances import (
 from weave_core.runtime.programs import programs
 from weave_core.runtime.quarantine import hold_step_txn
 from weave_core.runtime.snapshot import LockedInstance, lock_chain
+from weave_core.runtime.stopping import stop_txn
+from weave_core.runtime.waits.polls import apply_round_result_txn, note_round_evidence_txn
 from weave_core.storage.db import mysql_error_code
 from weave_core.storage.locks import lock_activation, lock_inbox_row
 from weave_core.storage.schema import (
@@ -286,8 +288,6 @@ def _fail_after_settled(conn: Connection, engine: Engine, li: LockedInstance,
     (:func:`~weave_core.runtime.controls.stop.stop_txn`): the gate closes, sibling tasks
     are asked to cancel, timers, signal waits and polls are cancelled on their wait
     record's version, and FAILED comes only once everything started has settled."""
-    from weave_core.runtime.stopping import stop_txn  # stop imports this module
-
     set_status(li, history, InstanceStatus.CANCELLING, now=now,
                reason=ReviewReason.TASK_FAILED.value)
     stop_txn(conn, engine, li, history, program, reason=ReviewReason.TASK_FAILED.value,
@@ -299,8 +299,6 @@ def _apply_result(
     row: Row[Any], act: Row[Any], snap: dict[str, Any], now: datetime,
 ) -> str:
     if act.kind == "poll":  # a round's result: classified, rounds and races (issue 6)
-        from weave_core.runtime.waits import apply_round_result_txn
-
         return apply_round_result_txn(conn, engine, li, history, program, row, act, snap, now)
     status = TaskStatus(snap["status"])
     fact = Fact(
@@ -428,8 +426,6 @@ def consume_held_txn(conn: Connection, engine: Engine, li: LockedInstance, act: 
     if classification is not None:
         _settle_row(conn, row, InboxState.PROCESSED, classification.value, now)
         if act_row.kind == "poll":  # a late round result stays on its round as evidence
-            from weave_core.runtime.waits.polls import note_round_evidence_txn
-
             note_round_evidence_txn(conn, row.source_task_id, row, snap,
                                     classification.value, now)
         history.record("result.ignored", step_id=act_row.step_id,

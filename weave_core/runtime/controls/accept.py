@@ -44,11 +44,10 @@ from weave_core.foundation.exactschema import violations
 from weave_core.planning.program import Program
 from weave_core.planning.snapshot import Phase
 from weave_core.plugins.nodespec import Fact, FactKind, StepOutcome
-from weave_core.runtime.advance import advance_txn, set_status
+from weave_core.runtime.advance import advance_txn, open_gate_txn, set_status
 from weave_core.runtime.controls._common import (
     Applied,
     OperationOutcome,
-    open_gate_txn,
     require_open_review,
     run_operation,
 )

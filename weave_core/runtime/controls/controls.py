@@ -27,14 +27,12 @@ from sqlalchemy.engine import Connection
 
 from weave_core.engine import Engine
 from weave_core.planning.program import Program
-from weave_core.runtime.advance import set_status
+from weave_core.runtime.advance import close_gate_txn, open_gate_txn, set_status
 from weave_core.runtime.controls._common import (
     Applied,
     OperationOutcome,
     check_control_version,
-    close_gate_txn,
     continue_now_txn,
-    open_gate_txn,
     refuse_terminal,
     run_operation,
 )

@@ -61,12 +61,11 @@ from weave_core.plugins.nodespec import (
     TimerCommand,
     WaitSignalCommand,
 )
-from weave_core.runtime.advance import activate_txn, set_status
+from weave_core.runtime.advance import activate_txn, open_gate_txn, set_status
 from weave_core.runtime.controls._common import (
     Applied,
     OperationOutcome,
     continue_now_txn,
-    open_gate_txn,
     require_open_review,
     run_operation,
 )

@@ -40,13 +40,11 @@ from weave_core.foundation.errors import Problem, ValidationError
 from weave_core.foundation.exactjson import JSON
 from weave_core.planning.program import Program
 from weave_core.planning.snapshot import Phase
-from weave_core.runtime.advance import set_status
+from weave_core.runtime.advance import close_gate_txn, open_gate_txn, set_status
 from weave_core.runtime.controls._common import (
     Applied,
     OperationOutcome,
-    close_gate_txn,
     continue_now_txn,
-    open_gate_txn,
     refuse_terminal,
     run_operation,
 )

@@ -47,44 +47,32 @@ from weave_core.foundation.errors import (
 from weave_core.foundation.exactjson import JSON
 from weave_core.foundation.faults import fault_point
 from weave_core.planning.program import Program
-from weave_core.plugins.nodespec import Fact, FactKind
 from weave_core.runtime.frozen import instance_limits
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import TERMINAL, InstanceStatus, iso, load_json, new_operation_id
 from weave_core.runtime.pending import PendingKind, schedule_txn
 from weave_core.runtime.snapshot import LockedInstance
 from weave_core.runtime.wait_records import (
+    SIGNAL_REASON,
     LoserClass,
-    WaitKind,
+    SignalState,
     WaitState,
-    Winner,
-    finish_wait_rows_txn,
     is_current,
-    record_loser,
-    settle_step_txn,
-    settle_wait_txn,
 )
 from weave_core.runtime.waits.declared import require_declared_txn
 from weave_core.runtime.waits.locking import (
-    lock_bound_signals,
     lock_matching_signal,
     lock_signal,
     lock_wait,
 )
-from weave_core.storage.locks import lock_instance, lock_namespace_shared
+from weave_core.runtime.waits.signal_waits import consume_signal_txn, lose_bound_txn
+from weave_core.runtime.waits.timers import timeout_txn
+from weave_core.storage.locks import lock_activation, lock_instance, lock_namespace_shared
 from weave_core.storage.schema import weave_instances, weave_signals, weave_waits
 
 MAX_EVIDENCE_ITEMS: Final = 32
 MAX_CORRELATION_KEY: Final = 256
 _SIGNAL_ID_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}")
-SIGNAL_REASON: Final = "signal"
-
-
-class SignalState:
-    ACCEPTED = "ACCEPTED"
-    CONSUMED = "CONSUMED"
-    LOST = "LOST"
-    EXPIRED = "EXPIRED"
 
 
 class SignalConflictError(ConflictError):
@@ -327,58 +315,9 @@ def accept_signal(engine: Engine, namespace: str, instance_id: str, request: Sig
 # --- consumption (inside the pending-advance transaction) -----------------------------
 
 
-def lose_bound_txn(conn: Connection, history: History, wait: Row[Any],
-                   classification: LoserClass, now: datetime) -> int:
-    """Signals bound to a wait that ended otherwise: LOST, each recorded; none advances."""
-    lost = 0
-    bound = lock_bound_signals(conn, wait.instance_id, wait.activation_id)
-    if bound:
-        wait = lock_wait(conn, wait.activation_id) or wait  # its winner, for the record
-    for sig in bound:
-        s = weave_signals
-        conn.execute(sa.update(s).where(s.c.id == sig.id, s.c.version == int(sig.version))
-                     .values(state=SignalState.LOST, version=int(sig.version) + 1,
-                             settled_at=now, reason=classification.value))
-        record_loser(history, wait, "signal", classification,
-                     details={"signal_id": sig.signal_id, "accepted_at": iso(sig.accepted_at)})
-        lost += 1
-    return lost
-
-
-def consume_signal_txn(conn: Connection, engine: Engine, li: LockedInstance, history: History,
-                       program: Program, act: Row[Any], wait: Row[Any], sig: Row[Any],
-                       now: datetime) -> bool:
-    """The signal wins the wait (version-checked); the step settles with its payload."""
-    winner = Winner.RECEIPT if wait.kind == WaitKind.POLL.value else Winner.SIGNAL
-    if not settle_wait_txn(conn, wait, WaitState.SATISFIED, winner, now=now,
-                           winner_ref=sig.signal_id):
-        return False
-    s = weave_signals
-    conn.execute(sa.update(s).where(s.c.id == sig.id, s.c.version == int(sig.version))
-                 .values(state=SignalState.CONSUMED, version=int(sig.version) + 1,
-                         consumed_by_activation_id=wait.activation_id, settled_at=now))
-    finish_wait_rows_txn(conn, wait.instance_id, wait.activation_id, now)
-    payload = load_json(sig.payload)
-    source = "receipt" if winner is Winner.RECEIPT else "task"
-    result = program.interpret(wait.step_id, Fact(FactKind.SIGNAL, payload=payload,
-                                                   source=source))
-    history.record("signal.consumed", step_id=wait.step_id, activation_id=wait.activation_id,
-                   from_state=SignalState.ACCEPTED, to_state=SignalState.CONSUMED,
-                   details={"signal_id": sig.signal_id, "accepted_at": iso(sig.accepted_at),
-                            "deadline_at": iso(wait.deadline_at), "winner": winner.value})
-    settle_step_txn(conn, engine, li, history, program, act, result, now=now,
-                    fact_at=sig.accepted_at,
-                    details={"fact": winner.value, "signal_id": sig.signal_id})
-    lose_bound_txn(conn, history, wait, LoserClass.WAIT_ALREADY_SETTLED, now)
-    return True
-
-
 def signal_due_txn(conn: Connection, engine: Engine, li: LockedInstance, history: History,
                    program: Program, activation_id: str, now: datetime) -> None:
     """A ``SIGNAL`` pending row is due: let the wait consume its signal, or record losers."""
-    from weave_core.runtime.waits.timers import timeout_txn
-    from weave_core.storage.locks import lock_activation
-
     act = lock_activation(conn, activation_id)
     wait = lock_wait(conn, activation_id)
     if wait is None or wait.signal_name is None:
@@ -407,27 +346,6 @@ def signal_due_txn(conn: Connection, engine: Engine, li: LockedInstance, history
         timeout_txn(conn, engine, li, history, program, act, wait, now)
         return
     consume_signal_txn(conn, engine, li, history, program, act, wait, sig, now)
-
-
-def early_signal_txn(conn: Connection, li: LockedInstance, *, activation_id: str,
-                     name: str, correlation_key: str, param_version: str,
-                     now: datetime) -> bool:
-    """A wait just opened: if a matching signal is already stored, make it due now."""
-    s = weave_signals
-    found = conn.execute(
-        sa.select(s.c.id)
-        .where(s.c.instance_id == li.instance_id, s.c.state == SignalState.ACCEPTED,
-               s.c.name == name, s.c.correlation_key == correlation_key,
-               s.c.param_version == param_version, s.c.target_activation_id.is_(None))
-        .limit(1)
-    ).first()
-    if found is None:
-        return False
-    schedule_txn(conn, namespace=li.namespace, instance_id=li.instance_id,
-                 kind=PendingKind.SIGNAL, ref=activation_id, due_at=now,
-                 reason=SIGNAL_REASON, root_version=li.root_version,
-                 root_identity=li.root_identity, now=now)
-    return True
 
 
 # --- expiry (R-7.3) -------------------------------------------------------------------
@@ -530,10 +448,7 @@ __all__ = [
     "SignalView",
     "WorkflowSettledError",
     "accept_signal",
-    "consume_signal_txn",
-    "early_signal_txn",
     "expire_signals",
     "list_signals",
-    "lose_bound_txn",
     "signal_due_txn",
 ]
