@@ -3,9 +3,9 @@ deadlines and the tick. See docs/runtime.md.
 
 Imports point one way (lint-imports): entry points (``reads``, ``tick``, ``step``) →
 ``controls`` → ``admission``, ``checkpoints`` → ``consumer`` → ``stopping`` → ``waits``,
-``quarantine`` → ``advance``, which applies a plan's effects → ``wait_opening`` →
-``wait_records``, ``programs`` → ``history``, ``snapshot``, ``frozen``, ``pending`` →
-``outcomes`` → ``instances``.
+``quarantine`` → ``advance``, which applies a plan's effects → ``activation`` →
+``wait_opening`` → ``status``, ``wait_records``, ``programs`` → ``history``,
+``snapshot``, ``frozen``, ``pending`` → ``outcomes`` → ``instances``.
 """
 
 from weave_core.runtime.admission import (

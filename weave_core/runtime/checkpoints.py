@@ -33,7 +33,7 @@ from weave_core.foundation.faults import fault_point
 from weave_core.planning.program import Program
 from weave_core.planning.snapshot import Phase
 from weave_core.plugins.nodespec import Fact, FactKind, StepOutcome
-from weave_core.runtime.advance import advance_txn, to_review
+from weave_core.runtime.advance import advance_txn
 from weave_core.runtime.consumer import RETRY_DELAY
 from weave_core.runtime.history import UNREAD, History, HistoryBatch, Unread, previous_times
 from weave_core.runtime.instances import ActivationState, ReviewReason, new_operation_id
@@ -48,6 +48,7 @@ from weave_core.runtime.pending import (
 )
 from weave_core.runtime.programs import programs
 from weave_core.runtime.snapshot import LockedInstance, lock_chain, lock_chains
+from weave_core.runtime.status import to_review
 from weave_core.runtime.waits.due import wait_pending_txn
 from weave_core.storage.locks import (
     holding,

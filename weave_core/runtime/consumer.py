@@ -51,7 +51,7 @@ from weave_core.planning.plan import PlanRejectedError
 from weave_core.planning.program import Program
 from weave_core.planning.snapshot import Phase
 from weave_core.plugins.nodespec import Fact, FactKind, StepOutcome, StepResult
-from weave_core.runtime.advance import advance_txn, set_status, to_review
+from weave_core.runtime.advance import advance_txn
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import (
     PHASE_OF_OUTCOME,
@@ -64,6 +64,7 @@ from weave_core.runtime.instances import (
 from weave_core.runtime.programs import programs
 from weave_core.runtime.quarantine import hold_step_txn
 from weave_core.runtime.snapshot import LockedInstance, lock_chain
+from weave_core.runtime.status import set_status, to_review
 from weave_core.runtime.stopping import stop_txn
 from weave_core.runtime.waits.polls import apply_round_result_txn, note_round_evidence_txn
 from weave_core.storage.db import mysql_error_code

@@ -32,12 +32,12 @@ from weave_core.dispatch.tasks import cancel_task_txn
 from weave_core.engine import Engine
 from weave_core.planning.program import Program
 from weave_core.planning.snapshot import Phase
-from weave_core.runtime.advance import close_gate_txn
 from weave_core.runtime.frozen import instance_limits
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import ActivationState
 from weave_core.runtime.pending import close_all_txn
 from weave_core.runtime.snapshot import LockedInstance
+from weave_core.runtime.status import close_gate_txn
 from weave_core.runtime.waits.races import cancel_waits_txn
 from weave_core.storage.locks import lock_activation
 from weave_core.storage.schema import weave_activations, weave_inbox, weave_tasks, weave_waits

@@ -44,7 +44,7 @@ from weave_core.foundation.exactschema import violations
 from weave_core.planning.program import Program
 from weave_core.planning.snapshot import Phase
 from weave_core.plugins.nodespec import Fact, FactKind, StepOutcome
-from weave_core.runtime.advance import advance_txn, open_gate_txn, set_status
+from weave_core.runtime.advance import advance_txn
 from weave_core.runtime.controls._common import (
     Applied,
     OperationOutcome,
@@ -75,6 +75,7 @@ from weave_core.runtime.controls.review import (
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import ActivationState, InstanceStatus
 from weave_core.runtime.snapshot import LockedInstance
+from weave_core.runtime.status import open_gate_txn, set_status
 from weave_core.storage.locks import lock_activation
 from weave_core.storage.schema import weave_activations
 

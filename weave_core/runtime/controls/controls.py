@@ -27,7 +27,6 @@ from sqlalchemy.engine import Connection
 
 from weave_core.engine import Engine
 from weave_core.planning.program import Program
-from weave_core.runtime.advance import close_gate_txn, open_gate_txn, set_status
 from weave_core.runtime.controls._common import (
     Applied,
     OperationOutcome,
@@ -45,6 +44,7 @@ from weave_core.runtime.controls.operations import OperationKind, check_common, 
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import MOVING, InstanceStatus, ReviewReason
 from weave_core.runtime.snapshot import LockedInstance
+from weave_core.runtime.status import close_gate_txn, open_gate_txn, set_status
 from weave_core.runtime.stopping import stop_txn
 from weave_core.runtime.waits import resume_waits_txn
 

@@ -61,7 +61,7 @@ from weave_core.plugins.nodespec import (
     TimerCommand,
     WaitSignalCommand,
 )
-from weave_core.runtime.advance import activate_txn, open_gate_txn, set_status
+from weave_core.runtime.activation import activate_txn
 from weave_core.runtime.controls._common import (
     Applied,
     OperationOutcome,
@@ -94,6 +94,7 @@ from weave_core.runtime.controls.review import (
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import InstanceStatus, ReviewReason, load_json
 from weave_core.runtime.snapshot import LockedInstance
+from weave_core.runtime.status import open_gate_txn, set_status
 from weave_core.storage.locks import lock_activation
 from weave_core.storage.schema import weave_activations, weave_tasks
 

@@ -40,7 +40,6 @@ from weave_core.foundation.errors import Problem, ValidationError
 from weave_core.foundation.exactjson import JSON
 from weave_core.planning.program import Program
 from weave_core.planning.snapshot import Phase
-from weave_core.runtime.advance import close_gate_txn, open_gate_txn, set_status
 from weave_core.runtime.controls._common import (
     Applied,
     OperationOutcome,
@@ -69,6 +68,7 @@ from weave_core.runtime.history import History
 from weave_core.runtime.instances import InstanceStatus, load_json
 from weave_core.runtime.pending import close_all_txn
 from weave_core.runtime.snapshot import LockedInstance, StepRecord
+from weave_core.runtime.status import close_gate_txn, open_gate_txn, set_status
 from weave_core.storage.schema import weave_operations
 
 

@@ -40,7 +40,6 @@ from weave_core.plugins.nodespec import (
     StepOutcome,
     StepResult,
 )
-from weave_core.runtime.advance import set_status
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import MOVING, InstanceStatus, iso, load_json
 from weave_core.runtime.pending import (
@@ -51,6 +50,7 @@ from weave_core.runtime.pending import (
     schedule_txn,
 )
 from weave_core.runtime.snapshot import LockedInstance
+from weave_core.runtime.status import set_status
 from weave_core.runtime.wait_opening import start_round_txn, task_command_from_json
 from weave_core.runtime.wait_records import (
     ROUND_LATE,

@@ -17,10 +17,11 @@ from weave_core.foundation.exactjson import JSON
 from weave_core.planning.program import Program
 from weave_core.planning.snapshot import Phase
 from weave_core.plugins.nodespec import StepOutcome, StepResult
-from weave_core.runtime.advance import advance_txn, to_review
+from weave_core.runtime.advance import advance_txn
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import PHASE_OF_OUTCOME, InstanceStatus
 from weave_core.runtime.snapshot import LockedInstance
+from weave_core.runtime.status import to_review
 from weave_core.storage.schema import weave_activations
 from weave_core.storage.statements import update_keyed
 
