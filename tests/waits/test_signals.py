@@ -34,6 +34,7 @@ from weave_core.foundation import exactjson
 from weave_core.foundation.errors import NotFoundError, ValidationError
 from weave_core.runtime import run_pending, run_tick
 from weave_core.runtime.waits.declared import SignalNotDeclaredError
+from weave_core.runtime.waits.signal_expiry import expire_signals
 from weave_core.runtime.waits.signals import (
     SignalBacklogFullError,
     SignalConflictError,
@@ -41,7 +42,6 @@ from weave_core.runtime.waits.signals import (
     SignalRequest,
     WorkflowSettledError,
     accept_signal,
-    expire_signals,
 )
 from weave_core.storage.db import set_clock_offset
 

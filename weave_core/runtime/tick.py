@@ -31,7 +31,7 @@ from weave_core.runtime.checkpoints import DEFAULT_BATCH, run_pending_batch
 from weave_core.runtime.consumer import consume
 from weave_core.runtime.pending import PendingState
 from weave_core.runtime.retention import purge_if_due
-from weave_core.runtime.waits.signals import expire_signals
+from weave_core.runtime.waits.signal_expiry import expire_signals
 from weave_core.storage.schema import weave_inbox, weave_pending_advances
 
 logger = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""Signals (R-7.1 to R-7.3): accept, store, match, consume, limit and expire.
+"""Signals (R-7.1 to R-7.3): accepted, stored, matched and limited; a due ``SIGNAL`` row.
 
 Acceptance (:func:`accept_signal`, one transaction): identity (shared) → instance lock →
 the idempotency check on ``(namespace, signal_id)`` → limits → the signal row → when an
@@ -19,8 +19,8 @@ Matching rules:
 Limits: ``max_unmatched_signals`` ACCEPTED signals per instance (429
 ``signal_backlog_full``), the payload at most ``max_value_bytes`` (413
 ``signal_payload_too_large``), ``signal_retention_seconds`` before an unconsumed signal
-expires (:func:`expire_signals`: state ``EXPIRED``, a transition and an audit row each; a
-signal bound to an OPEN wait is still valid and is never expired).
+expires (:mod:`~weave_core.runtime.waits.signal_expiry`: state ``EXPIRED``, a transition
+and an audit row each; a signal bound to an OPEN wait is still valid and is never expired).
 """
 
 from __future__ import annotations
@@ -62,7 +62,6 @@ from weave_core.runtime.wait_records import (
 from weave_core.runtime.waits.declared import require_declared_txn
 from weave_core.runtime.waits.locking import (
     lock_matching_signal,
-    lock_signal,
     lock_wait,
 )
 from weave_core.runtime.waits.signal_waits import consume_signal_txn, lose_bound_txn
@@ -348,83 +347,6 @@ def signal_due_txn(conn: Connection, engine: Engine, li: LockedInstance, history
     consume_signal_txn(conn, engine, li, history, program, act, wait, sig, now)
 
 
-# --- expiry (R-7.3) -------------------------------------------------------------------
-
-
-@dataclass
-class ExpiryReport:
-    expired: int = 0
-    kept: int = 0
-    """Past retention but bound to an OPEN wait: still valid, never dropped."""
-
-
-def _expire_one(conn: Connection, engine: Engine, row_id: int, report: ExpiryReport) -> None:
-    s = weave_signals
-    peek = conn.execute(sa.select(s.c.namespace, s.c.instance_id, s.c.target_activation_id)
-                        .where(s.c.id == row_id)).one_or_none()
-    if peek is None or lock_namespace_shared(conn, peek.namespace) is None:
-        return
-    inst = lock_instance(conn, peek.instance_id)
-    # records level: the wait record before the signal (the order of this package)
-    wait = None if peek.target_activation_id is None else lock_wait(
-        conn, peek.target_activation_id)
-    sig = lock_signal(conn, row_id)
-    now = engine.db.now(conn)
-    if sig is None or sig.state != SignalState.ACCEPTED or sig.expires_at > now:
-        return
-    if sig.target_activation_id is not None:
-        if wait is not None and wait.state == WaitState.OPEN.value:
-            # Still valid for an open wait: keep it and look again after a retention period.
-            conn.execute(sa.update(s).where(s.c.id == row_id).values(
-                expires_at=now + timedelta(seconds=instance_limits(
-                    conn, engine.limits, None if inst is None else inst.config_hash
-                ).signal_retention_seconds),
-                version=int(sig.version) + 1))
-            report.kept += 1
-            return
-    conn.execute(sa.update(s).where(s.c.id == row_id, s.c.version == int(sig.version))
-                 .values(state=SignalState.EXPIRED, version=int(sig.version) + 1,
-                         settled_at=now, reason="retention_expired"))
-    report.expired += 1
-    if inst is None:
-        return
-    history = History(peek.namespace, peek.instance_id, int(inst.revision), new_operation_id(),
-                      now)
-    history.record("signal.expired", from_state=SignalState.ACCEPTED,
-                   to_state=SignalState.EXPIRED, reason="retention_expired",
-                   details={"signal_id": sig.signal_id, "accepted_at": iso(sig.accepted_at),
-                            "expires_at": iso(sig.expires_at)})
-    history.write(conn, actor=engine.actor, action="workflow.signal.expired",
-                  metadata={"signal_id": sig.signal_id, "node": engine.node_id,
-                            "reason": "retention_expired"})
-    i = weave_instances
-    conn.execute(sa.update(i).where(i.c.instance_id == peek.instance_id)
-                 .values(revision=history.revision, updated_at=now))
-
-
-def due_expiries(conn: Connection, engine: Engine, limit: int) -> list[int]:
-    """ACCEPTED signals past retention, oldest first (``ix_weave_signals_expiry``)."""
-    s = weave_signals
-    now = engine.db.now(conn)
-    return [int(x) for x in conn.execute(
-        sa.select(s.c.id).where(s.c.state == SignalState.ACCEPTED, s.c.expires_at <= now)
-        .order_by(s.c.expires_at, s.c.id).limit(limit)
-    ).scalars()]
-
-
-def expire_signals(engine: Engine, *, limit: int = 100) -> ExpiryReport:
-    """Expire up to ``limit`` signals past retention, one transaction each (the tick)."""
-    report = ExpiryReport()
-    ids = engine.db.read(lambda conn: due_expiries(conn, engine, limit), name="signal_expiry")
-    for row_id in ids:
-
-        def _one(conn: Connection, row_id: int = row_id) -> None:
-            _expire_one(conn, engine, row_id, report)
-
-        engine.db.transaction(_one, name="expire_signal")
-    return report
-
-
 # --- reads ----------------------------------------------------------------------------
 
 
@@ -439,7 +361,6 @@ def list_signals(conn: Connection, namespace: str, instance_id: str) -> list[dic
 
 __all__ = [
     "Acceptance",
-    "ExpiryReport",
     "SignalBacklogFullError",
     "SignalConflictError",
     "SignalPayloadTooLargeError",
@@ -448,7 +369,6 @@ __all__ = [
     "SignalView",
     "WorkflowSettledError",
     "accept_signal",
-    "expire_signals",
     "list_signals",
     "signal_due_txn",
 ]
