@@ -208,7 +208,7 @@ json_values = st.recursive(
 @given(a=json_values, b=json_values)
 def test_fast_equality_agrees_with_json_equal(a: Any, b: Any) -> None:
     from weave_core.definitions.expressions import json_equal
-    from weave_core.planning.planner import _same
+    from weave_core.planning.values import same as _same
 
     assert _same(a, b) == json_equal(a, b)
     assert _same(a, a) and json_equal(a, a)
@@ -218,6 +218,6 @@ def test_fast_equality_agrees_with_json_equal(a: Any, b: Any) -> None:
 @given(value=json_values)
 def test_the_size_bound_is_never_below_the_size(value: Any) -> None:
     from weave_core.foundation.exactjson import size_of
-    from weave_core.planning.planner import _size_bound
+    from weave_core.planning.values import size_bound as _size_bound
 
     assert _size_bound(value) >= size_of(value)
