@@ -22,9 +22,9 @@ from tests.live_server import (  # noqa: F401  shared fixtures
     weave_server_process,
 )
 from tests.round_trips import round_trips  # noqa: F401  a shared fixture
-from weave_core.db import Database
-from weave_core.migrate import upgrade
-from weave_core.plugins import PluginHost
+from weave_core.plugins.host import PluginHost
+from weave_core.storage.db import Database
+from weave_core.storage.migrate import upgrade
 
 MYSQL_SERVER_URL = os.environ.get("WEAVE_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/")
 REQUIRE_MYSQL = os.environ.get("WEAVE_REQUIRE_MYSQL") == "1"

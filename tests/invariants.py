@@ -17,7 +17,7 @@ import pytest
 import sqlalchemy as sa
 
 from weave_core.checks import CheckReport, run_check
-from weave_core.db import Database
+from weave_core.storage.db import Database
 
 
 def assert_invariants(db: Database | str, namespaces: Iterable[str] | None = None, *,

@@ -22,8 +22,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from weave_core.db import Database
-from weave_core.identity import Permission, create_namespace, create_token
+from weave_core.access.identity import Permission, create_namespace, create_token
+from weave_core.storage.db import Database
 
 SERVER_START_TIMEOUT_S = 30.0
 _LISTEN_LINE = re.compile(r"listening on (http://\S+)")
@@ -115,7 +115,7 @@ def live_database() -> Iterator[tuple[str, Database]]:
     session-scoped server must not depend on ``mysql_url``, which directories override.)
     """
     from tests.conftest import create_mysql_database, drop_mysql_database
-    from weave_core.migrate import upgrade
+    from weave_core.storage.migrate import upgrade
 
     url = create_mysql_database("weave_live")
     upgrade(url)

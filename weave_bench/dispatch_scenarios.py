@@ -30,13 +30,13 @@ import uvicorn
 from sqlalchemy import event
 
 from weave_bench import BenchContext, Metric, scenario
-from weave_core import exactjson
-from weave_core.db import Database
+from weave_core.access.identity import CLI_ACTOR, Permission, create_namespace, create_token
 from weave_core.dispatch import TaskSpec, create_task, set_namespace_quota, set_queue_capacity
 from weave_core.engine import Engine
-from weave_core.identity import CLI_ACTOR, Permission, create_namespace, create_token
-from weave_core.limits import Limits
-from weave_core.plugins import PluginHost
+from weave_core.foundation import exactjson
+from weave_core.foundation.limits import Limits
+from weave_core.plugins.host import PluginHost
+from weave_core.storage.db import Database
 from weave_http.app import create_app
 
 _LISTEN = re.compile(r"listening on (http://\S+)")

@@ -22,7 +22,7 @@ from weave_bench.serving import (
     running_workers,
     seq10,
 )
-from weave_core.db import Database
+from weave_core.storage.db import Database
 
 
 @dataclass

@@ -10,7 +10,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from weave_core.db import Database
+from weave_core.storage.db import Database
 from weave_sdk import Client
 
 

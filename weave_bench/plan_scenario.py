@@ -14,12 +14,12 @@ import time
 from typing import Any
 
 from weave_bench import BenchContext, Metric, scenario
-from weave_core.limits import DEFAULT_LIMITS
-from weave_core.nodespec import EnterBlocks, TaskCommand
-from weave_core.plan import MAX_PLAN_LIMIT, DecisionKind
-from weave_core.plugins import PluginHost
-from weave_core.program import Program, compile
-from weave_core.snapshot import Entered, Phase, Snapshot, StepState
+from weave_core.foundation.limits import DEFAULT_LIMITS
+from weave_core.planning.plan import MAX_PLAN_LIMIT, DecisionKind
+from weave_core.planning.program import Program, compile
+from weave_core.planning.snapshot import Entered, Phase, Snapshot, StepState
+from weave_core.plugins.host import PluginHost
+from weave_core.plugins.nodespec import EnterBlocks, TaskCommand
 
 TARGET_STEPS = 200
 

@@ -19,7 +19,7 @@ import pymysql
 
 from weave_bench import BenchContext, Metric, Size, Summary, load_scenarios, summarise
 from weave_bench.calibration import measure, mysql_params
-from weave_core.migrate import upgrade
+from weave_core.storage.migrate import upgrade
 
 CALIBRATION = "calibration"
 

@@ -36,7 +36,7 @@ from weave_bench.serving import (
     running_workers,
     seq10,
 )
-from weave_core.db import Database
+from weave_core.storage.db import Database
 
 
 @scenario("s1", "S1 seq10: one instance of 10 sequential no-op tasks at a time, one worker")

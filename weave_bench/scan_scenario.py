@@ -42,16 +42,16 @@ from weave_bench import BenchContext, Metric, scenario
 from weave_bench.calibration import mysql_params
 from weave_bench.runner import _drop_database, _scratch_database
 from weave_bench.wait_scenarios import _publish, _scan_ms  # the measure of ``waits``
-from weave_core import exactjson
-from weave_core.db import Database
+from weave_core.access.identity import CLI_ACTOR, create_namespace
 from weave_core.engine import Engine
-from weave_core.identity import CLI_ACTOR, create_namespace
-from weave_core.limits import Limits
-from weave_core.migrate import upgrade
-from weave_core.plugins import PluginHost
+from weave_core.foundation import exactjson
+from weave_core.foundation.limits import Limits
+from weave_core.plugins.host import PluginHost
 from weave_core.runtime import StartRequest, start_workflow
 from weave_core.runtime.tick import due_candidates
-from weave_core.schema import (
+from weave_core.storage.db import Database
+from weave_core.storage.migrate import upgrade
+from weave_core.storage.schema import (
     metadata,
     weave_audit,
     weave_instances,

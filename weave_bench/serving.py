@@ -18,9 +18,9 @@ from typing import Any
 
 import httpx
 
-from weave_core.db import Database
+from weave_core.access.identity import CLI_ACTOR, Permission, create_namespace, create_token
 from weave_core.dispatch import set_namespace_quota, set_queue_capacity
-from weave_core.identity import CLI_ACTOR, Permission, create_namespace, create_token
+from weave_core.storage.db import Database
 from weave_sdk import Client
 from weave_sdk.worker import Worker
 

@@ -17,9 +17,9 @@ from sqlalchemy import event
 
 from weave_bench import BenchContext, Metric, scenario
 from weave_bench.serving import QUEUE, seq10
-from weave_core.db import Database
-from weave_core.definition_store import store_definition
-from weave_core.definitions import validate_definition
+from weave_core.access.identity import CLI_ACTOR, create_namespace
+from weave_core.definitions.format import validate_definition
+from weave_core.definitions.store import store_definition
 from weave_core.dispatch import (
     HandlerRef,
     Report,
@@ -29,11 +29,11 @@ from weave_core.dispatch import (
     set_queue_capacity,
 )
 from weave_core.engine import Engine
-from weave_core.identity import CLI_ACTOR, create_namespace
-from weave_core.limits import Limits
-from weave_core.plugins import PluginHost
+from weave_core.foundation.limits import Limits
+from weave_core.plugins.host import PluginHost
 from weave_core.runtime import StartRequest, start_workflow
 from weave_core.runtime.step import ClaimNext, complete_step
+from weave_core.storage.db import Database
 
 _HANDLERS = [HandlerRef("noop", "1")]
 

@@ -37,9 +37,9 @@ from typing import Any
 import sqlalchemy as sa
 
 from weave_bench import BenchContext, Metric, scenario
-from weave_core.db import Database
-from weave_core.definition_store import store_definition
-from weave_core.definitions import validate_definition
+from weave_core.access.identity import CLI_ACTOR, create_namespace
+from weave_core.definitions.format import validate_definition
+from weave_core.definitions.store import store_definition
 from weave_core.dispatch import (
     HandlerRef,
     Report,
@@ -50,15 +50,15 @@ from weave_core.dispatch import (
     set_queue_capacity,
 )
 from weave_core.engine import Engine
-from weave_core.identity import CLI_ACTOR, create_namespace
-from weave_core.limits import Limits
-from weave_core.plugins import PluginHost
+from weave_core.foundation.limits import Limits
+from weave_core.plugins.host import PluginHost
 from weave_core.runtime import StartRequest, start_workflow
 from weave_core.runtime.checkpoints import run_pending
 from weave_core.runtime.consumer import consume_task_results
 from weave_core.runtime.tick import due_candidates, run_tick
 from weave_core.runtime.waits import SignalRequest, accept_signal
-from weave_core.schema import weave_pending_advances, weave_steps, weave_waits
+from weave_core.storage.db import Database
+from weave_core.storage.schema import weave_pending_advances, weave_steps, weave_waits
 
 QUEUE = "bench-w"
 DRAIN_ENGINES = max(2, os.cpu_count() or 2)

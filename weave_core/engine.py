@@ -11,10 +11,10 @@ import secrets
 import socket
 from dataclasses import dataclass, field
 
-from weave_core.db import Database
-from weave_core.identity import TokenCache
-from weave_core.limits import Limits
-from weave_core.plugins import PluginHost
+from weave_core.access.identity import TokenCache
+from weave_core.foundation.limits import Limits
+from weave_core.plugins.host import PluginHost
+from weave_core.storage.db import Database
 
 
 def new_node_id() -> str:

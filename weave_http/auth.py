@@ -21,9 +21,9 @@ from typing import Final
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
+from weave_core.access.identity import Permission, Principal, authenticate, authorize
 from weave_core.engine import Engine
-from weave_core.errors import AuthenticationError
-from weave_core.identity import Permission, Principal, authenticate, authorize
+from weave_core.foundation.errors import AuthenticationError
 
 # Real tokens are far shorter; a longer header is refused before it reaches the database.
 MAX_TOKEN_LENGTH: Final = 512

@@ -5,7 +5,7 @@ Order of checks (each one refuses before any later, costlier one runs):
 2. a ``Content-Length`` over ``limits.max_body_bytes`` → 413 without reading a byte;
 3. the body is read chunk by chunk and refused with 413 as soon as the running total
    passes the limit (a chunked body has no Content-Length; a lying one is caught here);
-4. :func:`weave_core.exactjson.loads` parses it (invalid UTF-8, NaN/Infinity, duplicate
+4. :func:`weave_core.foundation.exactjson.loads` parses it (invalid UTF-8, NaN/Infinity, duplicate
    keys, syntax → 400 ``invalid_json``; nesting past ``limits.max_json_depth`` → 400
    ``json_too_deep``; numbers stay ``int``/``Decimal``, so ``1e400`` and ``2**64`` are exact).
 """
@@ -18,8 +18,8 @@ import pydantic
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 
-from weave_core import exactjson
-from weave_core.errors import (
+from weave_core.foundation import exactjson
+from weave_core.foundation.errors import (
     BadRequestError,
     InvalidJsonError,
     PayloadTooLargeError,
@@ -27,7 +27,7 @@ from weave_core.errors import (
     UnsupportedMediaTypeError,
     ValidationError,
 )
-from weave_core.limits import Limits
+from weave_core.foundation.limits import Limits
 
 JSON_MEDIA_TYPE = "application/json"
 

@@ -19,9 +19,9 @@ from typing import Any
 
 import uvicorn
 
+from weave_core.access.identity import Permission, create_namespace, create_token
 from weave_core.engine import Engine
-from weave_core.identity import Permission, create_namespace, create_token
-from weave_core.migrate import prepare_database
+from weave_core.storage.migrate import prepare_database
 from weave_http.app import create_app
 from weave_sdk import (
     Case,

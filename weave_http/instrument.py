@@ -4,7 +4,7 @@
 template (never the raw path: ids would make the label set unbounded), times it, and —
 when tracing is on — runs it in a SERVER span that continues an incoming W3C
 ``traceparent`` header. :class:`RequestIdsFilter` puts the ids of the request being served
-(``weave_core.observe.REQUEST_IDS``, set by the route wrapper) on every log line.
+(``weave_core.observability.observe.REQUEST_IDS``, set by the route wrapper) on every log line.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from weave_core import tracing
-from weave_core.observe import REQUEST_IDS
+from weave_core.observability import tracing
+from weave_core.observability.observe import REQUEST_IDS
 from weave_http.metrics import HTTP_REQUESTS, HTTP_SECONDS
 
 

@@ -1,6 +1,6 @@
 """``GET /metrics``: the process's Prometheus metrics plus the database gauges.
 
-Counters and histograms live in this process (``weave_core.metrics`` and the HTTP ones
+Counters and histograms live in this process (``weave_core.observability.metrics`` and the HTTP ones
 below). With ``PROMETHEUS_MULTIPROC_DIR`` set (``weave serve --workers N`` sets it), any
 process answers with the sum over every process of the server, read from their files.
 
@@ -40,10 +40,15 @@ from starlette.responses import Response
 
 from weave_core.dispatch.model import InboxState
 from weave_core.engine import Engine
-from weave_core.metrics import LATENCY_BUCKETS
+from weave_core.observability.metrics import LATENCY_BUCKETS
 from weave_core.runtime.instances import InstanceStatus
 from weave_core.runtime.pending import PendingState
-from weave_core.schema import weave_inbox, weave_instances, weave_namespaces, weave_pending_advances
+from weave_core.storage.schema import (
+    weave_inbox,
+    weave_instances,
+    weave_namespaces,
+    weave_pending_advances,
+)
 from weave_http.problems import problem_response
 from weave_http.routes import ApiRoute, Context
 

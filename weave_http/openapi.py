@@ -16,7 +16,7 @@ from pydantic.json_schema import models_json_schema
 from starlette.requests import Request
 from starlette.responses import Response
 
-from weave_core import exactjson
+from weave_core.foundation import exactjson
 from weave_http.models import JSON_MEDIA_TYPE, REQUEST_MODELS, RESPONSE_MODELS, ProblemDetails
 from weave_http.problems import PROBLEM_MEDIA_TYPE
 from weave_http.routes import ApiRoute, Context

@@ -22,8 +22,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from weave_core import exactjson
-from weave_core.errors import (
+from weave_core.foundation import exactjson
+from weave_core.foundation.errors import (
     AuthenticationError,
     BadRequestError,
     ConflictError,

@@ -7,9 +7,9 @@ from typing import Annotated, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
-from weave_core.exactjson import JSON
-from weave_core.expressions import is_ref
-from weave_core.nodespec import CheckContext, JsonSchema
+from weave_core.definitions.expressions import is_ref
+from weave_core.foundation.exactjson import JSON
+from weave_core.plugins.nodespec import CheckContext, JsonSchema
 
 
 class ConfigModel(BaseModel):

@@ -7,8 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, model_validator
 
-from weave_core.exactjson import JSON
-from weave_core.expressions import (
+from weave_core.definitions.expressions import (
     REF_KEY,
     ExpressionError,
     MissingValueError,
@@ -18,7 +17,9 @@ from weave_core.expressions import (
     is_ref,
     json_equal,
 )
-from weave_core.nodespec import (
+from weave_core.foundation.exactjson import JSON
+from weave_core.planning.plan import PlanRejectedError, RejectReason
+from weave_core.plugins.nodespec import (
     CheckContext,
     Command,
     EnterBlocks,
@@ -27,7 +28,6 @@ from weave_core.nodespec import (
     Scope,
     hookimpl,
 )
-from weave_core.plan import PlanRejectedError, RejectReason
 from weave_nodes._common import ConfigModel, check_at_most, schema_of
 
 

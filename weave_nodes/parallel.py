@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from weave_core.exactjson import JSON
-from weave_core.nodespec import (
+from weave_core.foundation.exactjson import JSON
+from weave_core.plugins.nodespec import (
     CheckContext,
     Command,
     EnterBlocks,

@@ -8,9 +8,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, StringConstraints
 
-from weave_core.errors import WeaveError
-from weave_core.exactjson import JSON
-from weave_core.nodespec import (
+from weave_core.foundation.errors import WeaveError
+from weave_core.foundation.exactjson import JSON
+from weave_core.plugins.nodespec import (
     CheckContext,
     Command,
     Fact,

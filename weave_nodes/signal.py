@@ -7,8 +7,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from weave_core.exactjson import JSON
-from weave_core.nodespec import (
+from weave_core.foundation.exactjson import JSON
+from weave_core.planning.plan import PlanRejectedError, RejectReason
+from weave_core.plugins.nodespec import (
     CheckContext,
     Command,
     Fact,
@@ -21,7 +22,6 @@ from weave_core.nodespec import (
     WaitSignalCommand,
     hookimpl,
 )
-from weave_core.plan import PlanRejectedError, RejectReason
 from weave_nodes._common import (
     ConfigModel,
     Name,

@@ -9,9 +9,10 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, Field
 
-from weave_core.exactjson import JSON
-from weave_core.exactschema import violations
-from weave_core.nodespec import (
+from weave_core.foundation.exactjson import JSON
+from weave_core.foundation.exactschema import violations
+from weave_core.planning.plan import PlanRejectedError, RejectReason
+from weave_core.plugins.nodespec import (
     CheckContext,
     Command,
     Fact,
@@ -26,7 +27,6 @@ from weave_core.nodespec import (
     Timeouts,
     hookimpl,
 )
-from weave_core.plan import PlanRejectedError, RejectReason
 from weave_nodes._common import (
     ConfigModel,
     ExactNumber,

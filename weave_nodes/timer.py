@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel
 
-from weave_core.nodespec import (
+from weave_core.plugins.nodespec import (
     CheckContext,
     Command,
     Fact,

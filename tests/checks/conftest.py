@@ -7,10 +7,10 @@ from collections.abc import Iterator
 import pytest
 
 from tests.conftest import migrated_database, opened_database
-from weave_core.db import Database
 from weave_core.engine import Engine
-from weave_core.limits import Limits
-from weave_core.plugins import PluginHost
+from weave_core.foundation.limits import Limits
+from weave_core.plugins.host import PluginHost
+from weave_core.storage.db import Database
 
 
 @pytest.fixture(scope="session")

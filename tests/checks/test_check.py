@@ -27,7 +27,7 @@ from tests.runtime.helpers import (
 from weave_core.checks import run_check
 from weave_core.dispatch.model import new_id
 from weave_core.engine import Engine
-from weave_core.schema import (
+from weave_core.storage.schema import (
     weave_activations,
     weave_audit,
     weave_inbox,

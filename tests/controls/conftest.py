@@ -9,9 +9,9 @@ import pytest
 
 from tests.conftest import migrated_database, opened_database
 from tests.runtime.conftest import make_engine
-from weave_core.db import Database
 from weave_core.engine import Engine
-from weave_core.plugins import PluginHost
+from weave_core.plugins.host import PluginHost
+from weave_core.storage.db import Database
 
 
 @pytest.fixture(scope="session")

@@ -32,7 +32,7 @@ from weave_core.runtime.controls.errors import (
     OperationConflictError,
     WorkflowSettledError,
 )
-from weave_core.schema import weave_execution_gates
+from weave_core.storage.schema import weave_execution_gates
 
 
 def _seq(engine: Engine) -> tuple[str, str]:
@@ -172,7 +172,7 @@ def test_cancel_settles_a_timer_wait(engine: Engine) -> None:
 
 
 def test_unknown_workflow_is_not_found(engine: Engine) -> None:
-    from weave_core.errors import NotFoundError
+    from weave_core.foundation.errors import NotFoundError
 
     ns = new_namespace(engine)
     with pytest.raises(NotFoundError):

@@ -7,8 +7,8 @@ from typing import Any
 from tests.http.conftest import client_for, new_tenant
 from tests.http.helpers import JSON_HEADERS, body
 from tests.runtime.helpers import definition, publish, report, task, work
+from weave_core.access.identity import Permission
 from weave_core.engine import Engine
-from weave_core.identity import Permission
 
 
 def _post(client: Any, path: str, headers: dict[str, str], payload: Any) -> Any:

@@ -24,14 +24,14 @@ from tests.runtime.helpers import (
     tasks_of,
     work,
 )
-from weave_core import exactjson
-from weave_core.db import Database
+from weave_core.access.identity import Permission
 from weave_core.engine import Engine
-from weave_core.identity import Permission
-from weave_core.plugins import PluginHost
+from weave_core.foundation import exactjson
+from weave_core.plugins.host import PluginHost
 from weave_core.runtime import consume
 from weave_core.runtime.reads import read_history
-from weave_core.schema import weave_activations, weave_inbox, weave_steps
+from weave_core.storage.db import Database
+from weave_core.storage.schema import weave_activations, weave_inbox, weave_steps
 from weave_sdk import Client, ConflictError, WeaveAPIError
 
 EVIDENCE = {"ticket": "OPS-7", "checked": "the channel's console"}

@@ -25,10 +25,10 @@ from tests.runtime.helpers import (
 )
 from weave_core.dispatch import Report, ReportOutcome, complete
 from weave_core.engine import Engine
-from weave_core.errors import WeaveError
+from weave_core.foundation.errors import WeaveError
 from weave_core.runtime import run_tick
 from weave_core.runtime.consumer import consume_task_results
-from weave_core.schema import weave_operations
+from weave_core.storage.schema import weave_operations
 
 
 def _race(*fns: Callable[[], Any]) -> list[Any]:

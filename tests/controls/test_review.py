@@ -21,8 +21,6 @@ from tests.runtime.helpers import (
     transitions_of,
     work,
 )
-from weave_core import exactjson
-from weave_core.db import set_clock_offset
 from weave_core.dispatch import (
     AttemptSupersededError,
     Report,
@@ -31,6 +29,7 @@ from weave_core.dispatch import (
     sweep_expired_leases,
 )
 from weave_core.engine import Engine
+from weave_core.foundation import exactjson
 from weave_core.runtime import run_tick
 from weave_core.runtime.controls.errors import (
     CancelRequestedError,
@@ -46,6 +45,7 @@ from weave_core.runtime.controls.errors import (
     WorkUnsettledError,
 )
 from weave_core.runtime.reads import read_history
+from weave_core.storage.db import set_clock_offset
 
 EVIDENCE = {"ticket": "OPS-1", "checked": "partner API shows no job"}
 
@@ -164,7 +164,7 @@ def test_recover_inline_conclusion_and_evidence_rules(engine: Engine) -> None:
     ns, wid = _ns(engine, definition("il", [_unsafe("submit")]))
     _lose_lease(engine, ns, "submit")
     version = int(steps(engine, wid)["submit"].version)
-    from weave_core.errors import ValidationError
+    from weave_core.foundation.errors import ValidationError
 
     with pytest.raises(ValidationError):  # a safe conclusion needs evidence
         do_recover(engine, ns, wid, "submit", version, conclusion="retry_safe")

@@ -19,10 +19,10 @@ from tests.runtime.helpers import (
     work,
 )
 from tests.waits.helpers import timer_step
-from weave_core.db import Database
 from weave_core.engine import Engine
-from weave_core.plugins import PluginHost
+from weave_core.plugins.host import PluginHost
 from weave_core.runtime.controls.errors import ControlVersionConflictError
+from weave_core.storage.db import Database
 
 
 @pytest.fixture

@@ -43,13 +43,13 @@ from tests.waits.helpers import (
     timer_step,
     waits_of,
 )
-from weave_core.db import set_clock_offset
 from weave_core.engine import Engine
 from weave_core.runtime import run_tick
 from weave_core.runtime.checkpoints import run_pending
 from weave_core.runtime.history import MAX_HISTORY_PAGE
 from weave_core.runtime.reads import read_history
-from weave_core.schema import weave_poll_rounds
+from weave_core.storage.db import set_clock_offset
+from weave_core.storage.schema import weave_poll_rounds
 
 
 @pytest.fixture

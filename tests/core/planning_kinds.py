@@ -13,9 +13,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from weave_core.exactjson import JSON
-from weave_core.limits import DEFAULT_LIMITS, Limits
-from weave_core.nodespec import (
+from weave_core.foundation.exactjson import JSON
+from weave_core.foundation.limits import DEFAULT_LIMITS, Limits
+from weave_core.planning.plan import Decision, DecisionKind, Plan
+from weave_core.planning.program import Program, compile
+from weave_core.planning.snapshot import Entered, Phase, Snapshot, StepState
+from weave_core.plugins.host import PluginHost
+from weave_core.plugins.nodespec import (
     CheckContext,
     Command,
     EnterBlocks,
@@ -28,10 +32,6 @@ from weave_core.nodespec import (
     TaskCommand,
     hookimpl,
 )
-from weave_core.plan import Decision, DecisionKind, Plan
-from weave_core.plugins import PluginHost
-from weave_core.program import Program, compile
-from weave_core.snapshot import Entered, Phase, Snapshot, StepState
 
 
 class _Config(BaseModel):

@@ -8,9 +8,9 @@ from decimal import Decimal
 import pytest
 from sqlalchemy.engine import Connection
 
-from weave_core.audit import list_audit, write_audit
-from weave_core.db import Database
-from weave_core.errors import ConflictError
+from weave_core.access.audit import list_audit, write_audit
+from weave_core.foundation.errors import ConflictError
+from weave_core.storage.db import Database
 
 
 def _write(conn: Connection, db: Database, ns: str, object_id: str, **extra: object) -> int:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from weave_core.db import Database
-from weave_core.errors import AuthenticationError
-from weave_core.identity import Permission, authenticate
-from weave_core.migrate import current_revision, head_revision
+from weave_core.access.identity import Permission, authenticate
+from weave_core.foundation.errors import AuthenticationError
+from weave_core.storage.db import Database
+from weave_core.storage.migrate import current_revision, head_revision
 from weave_http.cli import main
 
 

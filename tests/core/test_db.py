@@ -16,8 +16,9 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, ProgrammingError
 
 from tests.round_trips import RoundTrips
-from weave_core.audit import write_audit
-from weave_core.db import (
+from weave_core.access.audit import write_audit
+from weave_core.foundation.errors import NotFoundError, TransactionRetriesExhaustedError
+from weave_core.storage.db import (
     DEFAULT_SQLITE_URL,
     Database,
     default_database_url,
@@ -25,9 +26,8 @@ from weave_core.db import (
     savepoint,
     set_clock_offset,
 )
-from weave_core.errors import NotFoundError, TransactionRetriesExhaustedError
-from weave_core.locks import lock_namespace_exclusive
-from weave_core.schema import weave_audit, weave_namespaces
+from weave_core.storage.locks import lock_namespace_exclusive
+from weave_core.storage.schema import weave_audit, weave_namespaces
 
 # --- helpers -------------------------------------------------------------------------
 
@@ -303,7 +303,7 @@ def test_real_deadlock_is_rerun_and_both_finish(
         threading.Thread(target=_run, args=("ab", a, b)),
         threading.Thread(target=_run, args=("ba", b, a)),
     ]
-    with caplog.at_level(logging.WARNING, logger="weave_core.db"):
+    with caplog.at_level(logging.WARNING, logger="weave_core.storage.db"):
         for t in threads:
             t.start()
         for t in threads:

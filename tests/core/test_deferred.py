@@ -1,4 +1,4 @@
-"""Writes held back and sent together (``weave_core.deferred``), on a real MariaDB: one
+"""Writes held back and sent together (``weave_core.storage.deferred``), on a real MariaDB: one
 round trip for a run of writes, the code's order kept before any read, each statement's
 row count checked, a queued statement's error raised as SQLAlchemy's, listeners still
 seeing every statement; on SQLite nothing is held back."""
@@ -14,11 +14,11 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection
 
 from tests.round_trips import RoundTrips
-from weave_core.db import Database, mysql_error_code
-from weave_core.deferred import Answer, DeferredWriteMismatch, deferring, send_with
-from weave_core.identity import create_namespace
-from weave_core.schema import weave_audit, weave_queues
-from weave_core.statements import (
+from weave_core.access.identity import create_namespace
+from weave_core.storage.db import Database, mysql_error_code
+from weave_core.storage.deferred import Answer, DeferredWriteMismatch, deferring, send_with
+from weave_core.storage.schema import weave_audit, weave_queues
+from weave_core.storage.statements import (
     insert_row_key,
     insert_rows,
     insert_rows_ids,

@@ -7,10 +7,9 @@ from typing import Any
 
 import pytest
 
-from weave_core import exactjson
-from weave_core.audit import list_audit
-from weave_core.db import Database
-from weave_core.definition_store import (
+from weave_core.access.audit import list_audit
+from weave_core.access.identity import Permission, Principal, create_namespace
+from weave_core.definitions.store import (
     AUDIT_ACTION,
     get_definition,
     list_definitions,
@@ -18,10 +17,11 @@ from weave_core.definition_store import (
     object_id,
     publish_definition,
 )
-from weave_core.errors import DefinitionConflictError, NotFoundError, ValidationError
-from weave_core.identity import Permission, Principal, create_namespace
-from weave_core.limits import Limits
-from weave_core.plugins import PluginHost
+from weave_core.foundation import exactjson
+from weave_core.foundation.errors import DefinitionConflictError, NotFoundError, ValidationError
+from weave_core.foundation.limits import Limits
+from weave_core.plugins.host import PluginHost
+from weave_core.storage.db import Database
 
 
 @pytest.fixture(scope="module")

@@ -13,12 +13,12 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from tests.waits.helpers import poll_step
-from weave_core import exactjson
-from weave_core.definitions import PROBLEM_CODES, ValidatedDefinition, validate_definition
-from weave_core.errors import Problem, ValidationError
-from weave_core.limits import Limits
-from weave_core.nodespec import CheckContext, NodeKind, hookimpl
-from weave_core.plugins import PluginHost
+from weave_core.definitions.format import PROBLEM_CODES, ValidatedDefinition, validate_definition
+from weave_core.foundation import exactjson
+from weave_core.foundation.errors import Problem, ValidationError
+from weave_core.foundation.limits import Limits
+from weave_core.plugins.host import PluginHost
+from weave_core.plugins.nodespec import CheckContext, NodeKind, hookimpl
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 

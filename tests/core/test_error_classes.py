@@ -47,13 +47,13 @@ from tests.runtime.helpers import (
     tasks_of,
     work,
 )
-from weave_core.db import Database, mysql_error_code, savepoint, set_clock_offset
 from weave_core.dispatch import HandlerRef, Report, ReportOutcome
 from weave_core.engine import Engine
-from weave_core.locks import lock_namespace_exclusive
-from weave_core.plugins import PluginHost
+from weave_core.plugins.host import PluginHost
 from weave_core.runtime import run_tick
 from weave_core.runtime.step import ClaimNext, complete_step
+from weave_core.storage.db import Database, mysql_error_code, savepoint, set_clock_offset
+from weave_core.storage.locks import lock_namespace_exclusive
 
 
 class Raised:

@@ -7,12 +7,12 @@ from decimal import Decimal
 import pytest
 
 from tests.core.planning_kinds import choose, fork, job, program, ref, snap
-from weave_core.exactjson import JSON, dumps, loads
-from weave_core.expressions import compare, json_equal
-from weave_core.limits import Limits
-from weave_core.nodespec import TaskCommand
-from weave_core.plan import DecisionKind, PlanRejectedError, RejectReason
-from weave_core.snapshot import Entered, Phase, Snapshot, StepState
+from weave_core.definitions.expressions import compare, json_equal
+from weave_core.foundation.exactjson import JSON, dumps, loads
+from weave_core.foundation.limits import Limits
+from weave_core.planning.plan import DecisionKind, PlanRejectedError, RejectReason
+from weave_core.planning.snapshot import Entered, Phase, Snapshot, StepState
+from weave_core.plugins.nodespec import TaskCommand
 
 
 def chosen_case(condition: JSON, input: JSON) -> int:

@@ -8,16 +8,8 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from weave_core.audit import list_audit
-from weave_core.db import Database
-from weave_core.errors import (
-    AlreadyExistsError,
-    AuthenticationError,
-    NotFoundError,
-    PermissionDeniedError,
-    ValidationError,
-)
-from weave_core.identity import (
+from weave_core.access.audit import list_audit
+from weave_core.access.identity import (
     Permission,
     Principal,
     authenticate,
@@ -26,7 +18,15 @@ from weave_core.identity import (
     create_token,
     revoke_token,
 )
-from weave_core.schema import weave_api_tokens, weave_namespaces
+from weave_core.foundation.errors import (
+    AlreadyExistsError,
+    AuthenticationError,
+    NotFoundError,
+    PermissionDeniedError,
+    ValidationError,
+)
+from weave_core.storage.db import Database
+from weave_core.storage.schema import weave_api_tokens, weave_namespaces
 
 # --- namespaces ----------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from weave_core.migrate import current_revision, head_revision, script_directory
+from weave_core.storage.migrate import current_revision, head_revision, script_directory
 from weave_http.cli import main
 
 

@@ -1,5 +1,5 @@
 """Migrations: one head, frozen scripts, a full down/up cycle with rows, and no drift from
-``weave_core.schema`` on MariaDB and SQLite.
+``weave_core.storage.schema`` on MariaDB and SQLite.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
-from weave_core import schema
-from weave_core.db import Database
-from weave_core.errors import DatabaseNotMigratedError
-from weave_core.migrate import (
+from weave_core.foundation.errors import DatabaseNotMigratedError
+from weave_core.storage import schema
+from weave_core.storage.db import Database
+from weave_core.storage.migrate import (
     current_revision,
     downgrade,
     ensure_current,

@@ -15,9 +15,9 @@ from pymysql.err import OperationalError
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import OperationalError as SAOperationalError
 
-from weave_core.db import Database, savepoint
-from weave_core.schema import weave_task_events
-from weave_core.statements import append_row
+from weave_core.storage.db import Database, savepoint
+from weave_core.storage.schema import weave_task_events
+from weave_core.storage.statements import append_row
 
 EVENT = "task.report_refused"
 

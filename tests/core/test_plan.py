@@ -25,13 +25,13 @@ from tests.core.planning_kinds import (
     snap,
     state,
 )
-from weave_core.exactjson import JSON
-from weave_core.limits import Limits
-from weave_core.nodespec import Command, EnterBlocks, NodeKind, Scope, TaskCommand, hookimpl
-from weave_core.plan import DecisionKind, PlanRejectedError, RejectReason
-from weave_core.plugins import PluginHost
-from weave_core.program import Program, compile
-from weave_core.snapshot import ROOT, Phase, Snapshot, StepState
+from weave_core.foundation.exactjson import JSON
+from weave_core.foundation.limits import Limits
+from weave_core.planning.plan import DecisionKind, PlanRejectedError, RejectReason
+from weave_core.planning.program import Program, compile
+from weave_core.planning.snapshot import ROOT, Phase, Snapshot, StepState
+from weave_core.plugins.host import PluginHost
+from weave_core.plugins.nodespec import Command, EnterBlocks, NodeKind, Scope, TaskCommand, hookimpl
 
 # One program with every shape: a sequence, a branch (case0 when input.n > 1, else the
 # default case1 holding a nested parallel), a parallel, and a step reading the parallel.
@@ -470,7 +470,7 @@ def test_a_command_against_the_block_policy_is_rejected(kind: str) -> None:
 
 
 def test_interpret_delegates_to_the_kind_and_refuses_composites() -> None:
-    from weave_core.nodespec import Fact, FactKind, StepOutcome
+    from weave_core.plugins.nodespec import Fact, FactKind, StepOutcome
 
     result = FULL.interpret("a", Fact(FactKind.TASK_SUCCEEDED, {"v": 1}))
     assert result.outcome is StepOutcome.SUCCEEDED and result.output == {"v": 1}
@@ -487,7 +487,7 @@ def test_kinds_receive_their_validated_config() -> None:
 def test_a_kind_that_cannot_interpret_sends_its_step_to_review() -> None:
     # The one guard for every part of the runtime that delivers facts (consumer, timers,
     # signals, polls): a plugin defect is never a silent success.
-    from weave_core.nodespec import Fact, FactKind, StepOutcome
+    from weave_core.plugins.nodespec import Fact, FactKind, StepOutcome
 
     plugins = [("test-kinds", kinds_module), ("broken", sys.modules[__name__])]
     prog = compile(definition({"id": "s", "kind": "leafy"}), PluginHost.from_plugins(plugins))

@@ -24,10 +24,10 @@ from tests.core.planning_kinds import (
     ref,
     snap,
 )
-from weave_core.exactjson import dumps, loads
-from weave_core.plan import DecisionKind, PlanRejectedError
-from weave_core.program import ROOT, Program, compile
-from weave_core.snapshot import Entered, Phase, Snapshot, StepState
+from weave_core.foundation.exactjson import dumps, loads
+from weave_core.planning.plan import DecisionKind, PlanRejectedError
+from weave_core.planning.program import ROOT, Program, compile
+from weave_core.planning.snapshot import Entered, Phase, Snapshot, StepState
 
 Shape = Any  # "job" | ("choose", [[shape]]) | ("fork", [[shape]])
 
@@ -207,8 +207,8 @@ json_values = st.recursive(
 @settings(max_examples=300, deadline=None)
 @given(a=json_values, b=json_values)
 def test_fast_equality_agrees_with_json_equal(a: Any, b: Any) -> None:
-    from weave_core.expressions import json_equal
-    from weave_core.planner import _same
+    from weave_core.definitions.expressions import json_equal
+    from weave_core.planning.values import same as _same
 
     assert _same(a, b) == json_equal(a, b)
     assert _same(a, a) and json_equal(a, a)
@@ -217,7 +217,7 @@ def test_fast_equality_agrees_with_json_equal(a: Any, b: Any) -> None:
 @settings(max_examples=300, deadline=None)
 @given(value=json_values)
 def test_the_size_bound_is_never_below_the_size(value: Any) -> None:
-    from weave_core.exactjson import size_of
-    from weave_core.planner import _size_bound
+    from weave_core.foundation.exactjson import size_of
+    from weave_core.planning.values import size_bound as _size_bound
 
     assert _size_bound(value) >= size_of(value)

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from weave_core import plugins as plugins_module
-from weave_core.definitions import validate_definition
-from weave_core.errors import PluginError, ValidationError
-from weave_core.limits import Limits
-from weave_core.nodespec import NodeKind, NodeSpec, hookimpl
-from weave_core.plugins import PluginHost
+from weave_core.definitions.format import validate_definition
+from weave_core.foundation.errors import PluginError, ValidationError
+from weave_core.foundation.limits import Limits
+from weave_core.plugins.host import PluginHost
+from weave_core.plugins.host import host as plugins_module
+from weave_core.plugins.nodespec import NodeKind, NodeSpec, hookimpl
 from weave_nodes.task import TaskConfig
 
 ROOT = Path(__file__).resolve().parents[2]

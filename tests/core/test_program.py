@@ -22,12 +22,12 @@ from tests.core.planning_kinds import (
     ref,
     snap,
 )
-from weave_core.definitions import validate_definition
-from weave_core.errors import ValidationError
-from weave_core.exactjson import content_hash, dumps
-from weave_core.limits import DEFAULT_LIMITS, Limits
-from weave_core.nodespec import TaskCommand
-from weave_core.program import ROOT, Program, compile
+from weave_core.definitions.format import validate_definition
+from weave_core.foundation.errors import ValidationError
+from weave_core.foundation.exactjson import content_hash, dumps
+from weave_core.foundation.limits import DEFAULT_LIMITS, Limits
+from weave_core.planning.program import ROOT, Program, compile
+from weave_core.plugins.nodespec import TaskCommand
 
 DOC = definition(
     job("a", {"x": ref("input.x"), "tags": ["one", "two"]}),
@@ -124,18 +124,18 @@ def test_one_program_is_shared_by_many_threads() -> None:
 # --- purity: the decision core imports nothing from storage --------------------------------
 
 CORE_MODULES = (
-    "weave_core.program",
-    "weave_core.plan",
-    "weave_core.planner",
-    "weave_core.snapshot",
+    "weave_core.planning.program",
+    "weave_core.planning.plan",
+    "weave_core.planning.planner",
+    "weave_core.planning.snapshot",
 )
 FORBIDDEN = (
-    "weave_core.db",
-    "weave_core.schema",
-    "weave_core.locks",
-    "weave_core.identity",
-    "weave_core.audit",
-    "weave_core.migrate",
+    "weave_core.storage.db",
+    "weave_core.storage.schema",
+    "weave_core.storage.locks",
+    "weave_core.access.identity",
+    "weave_core.access.audit",
+    "weave_core.storage.migrate",
     "weave_core.engine",
     "weave_core.dispatch",
     "sqlalchemy",
@@ -177,4 +177,4 @@ def test_the_core_imports_nothing_from_storage_even_transitively() -> None:
             ), f"{module} imports {imported}"
             if imported.startswith("weave_core"):
                 pending.append(imported)
-    assert {"weave_core.expressions", "weave_core.nodespec"} <= seen
+    assert {"weave_core.definitions.expressions", "weave_core.plugins.nodespec"} <= seen

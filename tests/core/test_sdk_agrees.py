@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from tests.core.test_definitions import CASES, HOST_CODES
-from weave_core.definitions import PROBLEM_CODES, validate_definition
-from weave_core.errors import ValidationError
-from weave_core.limits import Limits
-from weave_core.plugins import PluginHost
+from weave_core.definitions.format import PROBLEM_CODES, validate_definition
+from weave_core.foundation.errors import ValidationError
+from weave_core.foundation.limits import Limits
+from weave_core.plugins.host import PluginHost
 from weave_sdk import PROBLEM_CODES as SDK_PROBLEM_CODES
 from weave_sdk import validate
 

@@ -1,4 +1,4 @@
-"""Keyed statements built once per shape (``weave_core.statements``), on MariaDB and SQLite:
+"""Keyed statements built once per shape (``weave_core.storage.statements``), on MariaDB and SQLite:
 the same rows and row counts as ordinary statements, guards honoured, and collected row
 changes written together or refused when a row is missing."""
 
@@ -10,11 +10,11 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from weave_core import statements
-from weave_core.db import Database
-from weave_core.identity import create_namespace
-from weave_core.schema import weave_queues
-from weave_core.statements import RowChanges, select_keyed, update_keyed, update_many_keyed
+from weave_core.access.identity import create_namespace
+from weave_core.storage import statements
+from weave_core.storage.db import Database
+from weave_core.storage.schema import weave_queues
+from weave_core.storage.statements import RowChanges, select_keyed, update_keyed, update_many_keyed
 
 AT = datetime(2026, 11, 30, 12, 0, 0, 123456)
 
@@ -106,8 +106,8 @@ def test_driver_level_inserts_and_updates_keep_every_value(any_db: Database,
     """Rows written by ``insert_rows``/``update_keyed`` (prebuilt text at driver level on
     MariaDB, Core on SQLite) read back exactly: times with microseconds, booleans, NULL,
     text; several rows go in one multi-row statement."""
-    from weave_core.schema import weave_tasks
-    from weave_core.statements import insert_rows
+    from weave_core.storage.schema import weave_tasks
+    from weave_core.storage.statements import insert_rows
 
     create_namespace(any_db, ns_name)
     base = {"namespace": ns_name, "queue": "q", "owner_kind": "standalone",

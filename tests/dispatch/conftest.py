@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from weave_core.db import Database, set_clock_offset
 from weave_core.dispatch import HandlerRef, TaskSpec, claim, create_task
 from weave_core.dispatch.model import ClaimedTask, TaskView
 from weave_core.engine import Engine
-from weave_core.limits import Limits
-from weave_core.plugins import PluginHost
+from weave_core.foundation.limits import Limits
+from weave_core.plugins.host import PluginHost
+from weave_core.storage.db import Database, set_clock_offset
 
 ACTOR = "token:test"
 HANDLERS = [HandlerRef("echo", "1")]

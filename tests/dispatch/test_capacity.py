@@ -17,7 +17,7 @@ from weave_core.dispatch import (
     set_queue_capacity,
 )
 from weave_core.engine import Engine
-from weave_core.errors import LimitExceededError
+from weave_core.foundation.errors import LimitExceededError
 
 
 def test_queue_capacity(engine: Engine, ns_name: str) -> None:

@@ -8,7 +8,6 @@ from collections import Counter
 import pytest
 
 from tests.dispatch.conftest import ACTOR, new_task, rows
-from weave_core.db import Database
 from weave_core.dispatch import (
     HandlerRef,
     QueueFullError,
@@ -23,6 +22,7 @@ from weave_core.dispatch import (
     set_queue_capacity,
 )
 from weave_core.engine import Engine
+from weave_core.storage.db import Database
 
 PROCESSES = 4
 

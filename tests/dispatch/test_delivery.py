@@ -10,7 +10,6 @@ import sqlalchemy as sa
 
 from tests.dispatch.conftest import ACTOR, audit_actions, claim_one, event_types, rows
 from tests.dispatch.workflow import workflow_task
-from weave_core import exactjson
 from weave_core.dispatch import (
     Report,
     ReportOutcome,
@@ -24,7 +23,8 @@ from weave_core.dispatch import (
     sweep_expired_leases,
 )
 from weave_core.engine import Engine
-from weave_core.faults import InjectedFaultError, armed
+from weave_core.foundation import exactjson
+from weave_core.foundation.faults import InjectedFaultError, armed
 
 STEPS = ["task", "release", "event", "owner_check", "inbox", "audit"]
 

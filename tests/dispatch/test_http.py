@@ -12,9 +12,9 @@ from starlette.testclient import TestClient
 
 from tests.http.conftest import Tenant, client_for, make_engine, new_tenant
 from tests.http.helpers import JSON_HEADERS, body
-from weave_core.db import Database
-from weave_core.identity import Permission
-from weave_core.plugins import PluginHost
+from weave_core.access.identity import Permission
+from weave_core.plugins.host import PluginHost
+from weave_core.storage.db import Database
 
 HANDLERS = [{"name": "echo", "version": "1"}]
 

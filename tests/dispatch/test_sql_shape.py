@@ -7,10 +7,10 @@ from datetime import datetime
 import sqlalchemy as sa
 
 from tests.dispatch.conftest import new_task
-from weave_core.db import Database
 from weave_core.engine import Engine
-from weave_core.locks import LockLevel, observing_locks
-from weave_core.schema import weave_tasks
+from weave_core.storage.db import Database
+from weave_core.storage.locks import LockLevel, observing_locks
+from weave_core.storage.schema import weave_tasks
 
 
 def explain(db: Database, stmt: sa.Select[tuple[object, ...]]) -> list[dict[str, object]]:

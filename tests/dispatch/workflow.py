@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from weave_core.dispatch import TaskSpec, create_gate_txn, create_task_txn, lock_capacity_txn
 from weave_core.dispatch.model import OwnerKind, new_id
 from weave_core.engine import Engine
-from weave_core.schema import weave_activations
+from weave_core.storage.schema import weave_activations
 
 
 @dataclass(frozen=True)

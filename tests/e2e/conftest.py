@@ -24,8 +24,8 @@ import pytest
 from tests.e2e.handlers import QUEUE, build_worker
 from tests.invariants import assert_invariants
 from tests.live_server import LiveServer, start_server
-from weave_core.db import Database
-from weave_core.identity import Permission, create_namespace, create_token
+from weave_core.access.identity import Permission, create_namespace, create_token
+from weave_core.storage.db import Database
 from weave_sdk import Client
 from weave_sdk.worker import Worker
 

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 import pytest
 from starlette.testclient import TestClient
 
-from weave_core.db import Database
+from weave_core.access.identity import Permission, create_namespace, create_token
 from weave_core.engine import Engine
-from weave_core.identity import Permission, create_namespace, create_token
-from weave_core.limits import Limits
-from weave_core.plugins import PluginHost
+from weave_core.foundation.limits import Limits
+from weave_core.plugins.host import PluginHost
+from weave_core.storage.db import Database
 from weave_http.app import create_app
 
 SERVER_START_TIMEOUT_S = 30.0

@@ -10,7 +10,7 @@ import anyio
 import httpx
 from starlette.types import ASGIApp, Message
 
-from weave_core import exactjson
+from weave_core.foundation import exactjson
 
 PROBLEM = "application/problem+json"
 

@@ -12,7 +12,7 @@ from starlette.testclient import TestClient
 from tests.http.conftest import Tenant, client_for
 from tests.http.helpers import JSON_HEADERS, assert_problem, body, definition
 from weave_core.engine import Engine
-from weave_core.exactjson import content_hash, loads
+from weave_core.foundation.exactjson import content_hash, loads
 
 RFC3339_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 

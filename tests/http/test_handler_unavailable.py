@@ -18,11 +18,11 @@ from starlette.testclient import TestClient
 from tests.http.conftest import Tenant
 from tests.http.helpers import JSON_HEADERS, body
 from tests.runtime.helpers import definition, publish
-from weave_core import exactjson
-from weave_core.db import set_clock_offset
 from weave_core.dispatch.sightings import HANDLER_SEEN_WINDOW_S
 from weave_core.engine import Engine
-from weave_core.schema import weave_worker_sightings
+from weave_core.foundation import exactjson
+from weave_core.storage.db import set_clock_offset
+from weave_core.storage.schema import weave_worker_sightings
 from weave_http.app import create_app
 from weave_http.cli import build_parser
 from weave_http.cli.workflows import _show, run_command

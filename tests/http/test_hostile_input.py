@@ -17,11 +17,11 @@ from tests.http.helpers import (
     call_asgi,
     definition,
 )
-from weave_core.db import Database
 from weave_core.engine import Engine
-from weave_core.exactjson import loads
-from weave_core.limits import Limits
-from weave_core.plugins import PluginHost
+from weave_core.foundation.exactjson import loads
+from weave_core.foundation.limits import Limits
+from weave_core.plugins.host import PluginHost
+from weave_core.storage.db import Database
 from weave_http.app import create_app
 
 SMALL_LIMIT = 64 * 1024

@@ -19,7 +19,7 @@ from tests.http.conftest import Tenant, client_for
 from tests.http.helpers import assert_problem
 from tests.live_server import LiveServer
 from weave_core.engine import Engine
-from weave_core.exactjson import loads
+from weave_core.foundation.exactjson import loads
 from weave_http.app import create_app
 from weave_http.routes import QUERY_READ_KEY, all_api_routes
 

@@ -18,8 +18,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.live_server import LiveServer, ServerProcess, start_server, weave_command
-from weave_core.db import Database
-from weave_core.identity import Permission, create_namespace, create_token
+from weave_core.access.identity import Permission, create_namespace, create_token
+from weave_core.storage.db import Database
 from weave_sdk import (
     Client,
     FailurePolicy,

@@ -8,7 +8,7 @@ from starlette.routing import Route
 
 from tests.http.conftest import client_for
 from weave_core.engine import Engine
-from weave_core.exactjson import loads
+from weave_core.foundation.exactjson import loads
 from weave_http.app import create_app
 from weave_http.routes import all_api_routes
 

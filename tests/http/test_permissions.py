@@ -24,9 +24,9 @@ from starlette.testclient import TestClient
 
 from tests.http.conftest import Tenant, client_for, make_engine, new_tenant
 from tests.http.helpers import JSON_HEADERS, assert_problem, body, definition
-from weave_core.db import Database
-from weave_core.identity import Permission, revoke_token
-from weave_core.plugins import PluginHost
+from weave_core.access.identity import Permission, revoke_token
+from weave_core.plugins.host import PluginHost
+from weave_core.storage.db import Database
 
 NS = "/v1/namespaces/{ns}"
 DEFINITIONS = NS + "/definitions"

@@ -9,11 +9,11 @@ import pytest
 
 from tests.http.conftest import Tenant, client_for, make_engine
 from tests.http.helpers import PROBLEM, assert_problem
-from weave_core import errors
-from weave_core.db import Database
 from weave_core.engine import Engine
-from weave_core.exactjson import loads
-from weave_core.plugins import PluginHost
+from weave_core.foundation import errors
+from weave_core.foundation.exactjson import loads
+from weave_core.plugins.host import PluginHost
+from weave_core.storage.db import Database
 from weave_http.problems import STATUS_BY_ERROR, problem_body, status_for
 
 EXPECTED_STATUS = [

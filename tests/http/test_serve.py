@@ -15,9 +15,9 @@ import pytest
 
 from tests.http.helpers import JSON_HEADERS, assert_problem, body, definition
 from tests.live_server import LiveServer, ServerProcess, start_server, weave_command
-from weave_core.db import Database
-from weave_core.exactjson import loads
-from weave_core.identity import Permission, create_namespace, create_token
+from weave_core.access.identity import Permission, create_namespace, create_token
+from weave_core.foundation.exactjson import loads
+from weave_core.storage.db import Database
 
 SMALL_LIMIT = 64 * 1024
 

@@ -18,10 +18,10 @@ from starlette.testclient import TestClient
 from tests.http.conftest import Tenant, client_for
 from tests.http.helpers import JSON_HEADERS, assert_problem, body
 from tests.runtime.helpers import definition, publish
-from weave_core import exactjson
-from weave_core.db import set_clock_offset
 from weave_core.dispatch.leases import sweep_expired_leases
 from weave_core.engine import Engine
+from weave_core.foundation import exactjson
+from weave_core.storage.db import set_clock_offset
 from weave_http.cli import build_parser
 from weave_http.cli.workflows import _show, run_command
 from weave_sdk import AttemptInfo, Client, HistoryTaskEvent, TaskEventInfo

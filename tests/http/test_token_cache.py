@@ -9,8 +9,8 @@ from sqlalchemy import event
 
 from tests.http.conftest import Tenant, client_for
 from tests.http.helpers import assert_problem
+from weave_core.access.identity import TOKEN_CACHE_SECONDS, Permission, revoke_token
 from weave_core.engine import Engine
-from weave_core.identity import TOKEN_CACHE_SECONDS, Permission, revoke_token
 
 
 def _get(client: Any, tenant: Tenant) -> Any:

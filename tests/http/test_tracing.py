@@ -20,9 +20,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from weave_core import tracing
+from weave_core.access.identity import Permission, create_namespace, create_token
 from weave_core.engine import Engine
-from weave_core.identity import Permission, create_namespace, create_token
+from weave_core.observability import tracing
 from weave_http.app import create_app
 from weave_sdk import Client, Workflow, handler
 from weave_sdk.worker import Worker

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from weave_core.exactjson import JSON
-from weave_core.limits import DEFAULT_LIMITS, Limits
-from weave_core.nodespec import Command
-from weave_core.plan import DecisionKind
-from weave_core.plugins import PluginHost
-from weave_core.program import Program, compile
-from weave_core.snapshot import Snapshot, StepState
+from weave_core.foundation.exactjson import JSON
+from weave_core.foundation.limits import DEFAULT_LIMITS, Limits
+from weave_core.planning.plan import DecisionKind
+from weave_core.planning.program import Program, compile
+from weave_core.planning.snapshot import Snapshot, StepState
+from weave_core.plugins.host import PluginHost
+from weave_core.plugins.nodespec import Command
 
 HOST = PluginHost.from_entry_points()
 HANDLER = {"name": "h", "version": "1"}

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from tests.nodes.runtime_support import program, ref, task
-from weave_core.exactjson import JSON
-from weave_core.nodespec import EnterBlocks
-from weave_core.plan import DecisionKind, PlanRejectedError, RejectReason
-from weave_core.program import Program
-from weave_core.snapshot import Entered, Phase, Snapshot, StepState
+from weave_core.foundation.exactjson import JSON
+from weave_core.planning.plan import DecisionKind, PlanRejectedError, RejectReason
+from weave_core.planning.program import Program
+from weave_core.planning.snapshot import Entered, Phase, Snapshot, StepState
+from weave_core.plugins.nodespec import EnterBlocks
 
 
 def route() -> Program:

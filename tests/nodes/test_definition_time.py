@@ -11,8 +11,8 @@ import pytest
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
-from weave_core import exactjson
-from weave_core.nodespec import NodeKind
+from weave_core.foundation import exactjson
+from weave_core.plugins.nodespec import NodeKind
 from weave_nodes.branch import BranchConfig, BranchKind
 from weave_nodes.parallel import ParallelConfig, ParallelKind
 from weave_nodes.poll import PollConfig

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from tests.nodes.runtime_support import program, ref, task
-from weave_core.nodespec import EnterBlocks
-from weave_core.plan import DecisionKind
-from weave_core.program import Program
-from weave_core.snapshot import Entered, Phase, Snapshot, StepState
+from weave_core.planning.plan import DecisionKind
+from weave_core.planning.program import Program
+from weave_core.planning.snapshot import Entered, Phase, Snapshot, StepState
+from weave_core.plugins.nodespec import EnterBlocks
 
 
 def prepare() -> Program:

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from tests.nodes.runtime_support import HANDLER, first_command, program, ref
-from weave_core.exactjson import JSON
-from weave_core.nodespec import (
+from weave_core.foundation.exactjson import JSON
+from weave_core.planning.plan import PlanRejectedError, RejectReason
+from weave_core.plugins.nodespec import (
     Fact,
     FactKind,
     PollCommand,
@@ -18,7 +19,6 @@ from weave_core.nodespec import (
     TaskCommand,
     WaitSignalCommand,
 )
-from weave_core.plan import PlanRejectedError, RejectReason
 from weave_nodes.poll import PollClassificationError, PollConfig, PollStatus, classify_poll
 
 CLASSIFY = {

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from tests.nodes.runtime_support import first_command, program, ref
-from weave_core.nodespec import Fact, FactKind, StepOutcome, WaitSignalCommand
-from weave_core.plan import PlanRejectedError, RejectReason
+from weave_core.planning.plan import PlanRejectedError, RejectReason
+from weave_core.plugins.nodespec import Fact, FactKind, StepOutcome, WaitSignalCommand
 
 
 def signal(key: Any, **fields: Any) -> dict[str, Any]:

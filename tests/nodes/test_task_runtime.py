@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from tests.nodes.runtime_support import first_command, program, ref, task
-from weave_core.limits import Limits
-from weave_core.nodespec import (
+from weave_core.foundation.limits import Limits
+from weave_core.planning.plan import PlanRejectedError, RejectReason
+from weave_core.plugins.nodespec import (
     Fact,
     FactKind,
     RetryPolicy,
@@ -17,7 +18,6 @@ from weave_core.nodespec import (
     TaskCommand,
     Timeouts,
 )
-from weave_core.plan import PlanRejectedError, RejectReason
 
 INPUT = {"order": "o-1", "amount": Decimal("12.50"), "big": 2**80, "tiny": Decimal("1E-400")}
 

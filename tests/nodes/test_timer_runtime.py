@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.nodes.runtime_support import first_command, program
-from weave_core.nodespec import Fact, FactKind, StepOutcome, StepResult, TimerCommand
+from weave_core.plugins.nodespec import Fact, FactKind, StepOutcome, StepResult, TimerCommand
 
 TIMER = {"id": "w", "kind": "timer", "seconds": 90}
 

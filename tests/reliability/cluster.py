@@ -21,9 +21,9 @@ import sqlalchemy as sa
 
 from tests.invariants import assert_invariants
 from tests.live_server import ServerProcess, start_server, weave_command
-from weave_core.db import Database
-from weave_core.faults import KILL_ENV
-from weave_core.identity import Permission, create_namespace, create_token
+from weave_core.access.identity import Permission, create_namespace, create_token
+from weave_core.foundation.faults import KILL_ENV
+from weave_core.storage.db import Database
 from weave_sdk import Client
 from weave_sdk.errors import InvalidResponseError, ServerError, WeaveConnectionError
 

@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import migrated_database, opened_database
 from tests.reliability.cluster import Engines
-from weave_core.db import Database
+from weave_core.storage.db import Database
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """T5: kill -9 a real ``weave serve`` at each labelled fault point, under load; restart it
 on the same port; drain; ``weave check`` is clean and every outcome is recorded once.
 
-The engine arms its kill point from ``WEAVE_FAULT_KILL`` (weave_core/faults.py) and dies
+The engine arms its kill point from ``WEAVE_FAULT_KILL`` (weave_core/foundation/faults.py) and dies
 of SIGKILL at the point's N-th hit: no rollback, no clean shutdown. Workers (the SDK
 Worker) and clients retry across the kill the way they must: the same report, the same
 idempotency key, signal id and operation id. The short form runs in CI; the long form
@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from tests.reliability.cluster import Engines, Tenant, retrying, sdk_worker, wait_until
-from weave_core.db import Database
-from weave_core.faults import POINTS
+from weave_core.foundation.faults import POINTS
+from weave_core.storage.db import Database
 from weave_sdk import Client
 
 HEARTBEAT = {"heartbeat": 2}  # a task claimed by a killed engine is dispatched again soon

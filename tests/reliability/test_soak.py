@@ -25,7 +25,7 @@ import sqlalchemy as sa
 
 from tests.reliability.chaos import LEASE_S, ChaosWorker
 from tests.reliability.cluster import Engines, Tenant, retrying, sdk_worker
-from weave_core.db import Database
+from weave_core.storage.db import Database
 
 RETRY = {"max_attempts": 50, "backoff_seconds": 1, "max_backoff_seconds": 2}
 TIMEOUTS = {"heartbeat": LEASE_S}

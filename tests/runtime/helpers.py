@@ -8,18 +8,18 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from weave_core import exactjson
-from weave_core.definition_store import store_definition
-from weave_core.definitions import validate_definition
+from weave_core.access.identity import create_namespace
+from weave_core.definitions.format import validate_definition
+from weave_core.definitions.store import store_definition
 from weave_core.dispatch import HandlerRef, Report, ReportOutcome, TaskError, claim, complete
 from weave_core.dispatch.model import ClaimedTask
 from weave_core.engine import Engine
-from weave_core.exactjson import JSON
-from weave_core.identity import create_namespace
+from weave_core.foundation import exactjson
+from weave_core.foundation.exactjson import JSON
 from weave_core.runtime import StartRequest, StartResult, start_workflow
 from weave_core.runtime.consumer import ConsumeResult, consume_task_results
 from weave_core.runtime.step import complete_step
-from weave_core.schema import (
+from weave_core.storage.schema import (
     weave_activations,
     weave_audit,
     weave_inbox,

@@ -24,11 +24,11 @@ from tests.runtime.helpers import (
     tasks_of,
     work,
 )
-from weave_core.db import set_clock_offset
 from weave_core.dispatch import set_namespace_quota
 from weave_core.engine import Engine
 from weave_core.runtime import run_pending, run_tick
-from weave_core.schema import weave_pending_advances
+from weave_core.storage.db import set_clock_offset
+from weave_core.storage.schema import weave_pending_advances
 
 
 @pytest.fixture
@@ -161,7 +161,7 @@ def test_quota_full_on_the_second_of_three_successors(engine: Engine, clock: Non
 def test_paused_instance_saves_its_successors_and_continues_when_lifted(
     engine: Engine, clock: None
 ) -> None:
-    from weave_core.schema import weave_instances
+    from weave_core.storage.schema import weave_instances
 
     ns = new_namespace(engine)
     publish(engine, ns, definition("pz", [task("a"), task("b")]))
@@ -190,7 +190,7 @@ def test_paused_instance_saves_its_successors_and_continues_when_lifted(
 
 
 def test_a_failing_pending_advance_is_retried_30s_later(engine: Engine) -> None:
-    from weave_core.faults import armed
+    from weave_core.foundation.faults import armed
 
     ns = new_namespace(engine)
     _big(engine, ns, 40)

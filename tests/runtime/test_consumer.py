@@ -26,14 +26,14 @@ from tests.runtime.helpers import (
     transitions_of,
     work,
 )
-from weave_core import exactjson
 from weave_core.dispatch.gates import get_gate
 from weave_core.dispatch.model import new_id
 from weave_core.engine import Engine
-from weave_core.faults import armed
+from weave_core.foundation import exactjson
+from weave_core.foundation.faults import armed
 from weave_core.runtime import consume
 from weave_core.runtime.consumer import defer
-from weave_core.schema import weave_activations, weave_inbox, weave_steps
+from weave_core.storage.schema import weave_activations, weave_inbox, weave_steps
 
 
 def _two_steps(engine: Engine, **step_a: Any) -> tuple[str, str]:
@@ -130,7 +130,7 @@ def test_settled_step_keeps_another_historical_result_as_history(engine: Engine)
         state="PENDING", available_at=row.available_at, row_version=1,
         created_at=row.created_at))
     # the task row must show the revision (the source can't be ahead of its task)
-    from weave_core.schema import weave_tasks
+    from weave_core.storage.schema import weave_tasks
     t = weave_tasks
     _update(engine, sa.update(t).where(t.c.task_id == row.source_task_id)
             .values(revision=row.source_revision + 1))

@@ -20,9 +20,9 @@ from tests.runtime.helpers import (
     tasks_of,
     work,
 )
-from weave_core.db import set_clock_offset
 from weave_core.engine import Engine
 from weave_core.runtime import consume, run_pending, run_tick
+from weave_core.storage.db import set_clock_offset
 
 
 @pytest.fixture

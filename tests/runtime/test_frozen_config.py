@@ -14,14 +14,14 @@ import sqlalchemy as sa
 from tests.http.conftest import Tenant, client_for, new_tenant
 from tests.runtime.conftest import make_engine
 from tests.runtime.helpers import definition, publish, report, task, tasks_of, work
-from weave_core import exactjson
-from weave_core.db import Database
+from weave_core.access.identity import Permission
 from weave_core.engine import Engine
-from weave_core.identity import Permission
-from weave_core.limits import Limits
-from weave_core.plugins import PluginHost
+from weave_core.foundation import exactjson
+from weave_core.foundation.limits import Limits
+from weave_core.plugins.host import PluginHost
 from weave_core.runtime.frozen import parse
-from weave_core.schema import weave_instance_configs, weave_instances
+from weave_core.storage.db import Database
+from weave_core.storage.schema import weave_instance_configs, weave_instances
 from weave_sdk import Client, WeaveAPIError
 
 

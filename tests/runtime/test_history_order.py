@@ -8,9 +8,9 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from weave_core.db import Database
 from weave_core.runtime.history import History
-from weave_core.schema import weave_transitions
+from weave_core.storage.db import Database
+from weave_core.storage.schema import weave_transitions
 
 
 def _history(now: datetime, instance_id: str, revision: int) -> History:

@@ -22,11 +22,11 @@ from tests.runtime.helpers import (
     task,
     work,
 )
-from weave_core.db import set_clock_offset
 from weave_core.dispatch import set_namespace_quota
 from weave_core.engine import Engine
-from weave_core.locks import LOCK_ORDER, LockLevel
 from weave_core.runtime import run_pending, run_tick
+from weave_core.storage.db import set_clock_offset
+from weave_core.storage.locks import LOCK_ORDER, LockLevel
 
 LEVEL_OF = {table: step.level for step in LOCK_ORDER for table in step.tables}
 _FROM = re.compile(r"\bFROM\s+`?(\w+)`?", re.IGNORECASE)
@@ -136,7 +136,7 @@ def test_runtime_transactions_lock_in_the_one_order(engine: Engine, recorder: Lo
 def test_the_recorder_catches_a_lock_taken_back_up_the_chain(
     engine: Engine, recorder: LockRecorder
 ) -> None:
-    from weave_core.locks import lock_instance, lock_namespace_shared
+    from weave_core.storage.locks import lock_instance, lock_namespace_shared
 
     ns = new_namespace(engine)
 

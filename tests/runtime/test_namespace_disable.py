@@ -23,12 +23,12 @@ from tests.runtime.helpers import (
     tasks_of,
     work,
 )
-from weave_core.db import Database
-from weave_core.identity import create_namespace
-from weave_core.plugins import PluginHost
+from weave_core.access.identity import create_namespace
+from weave_core.plugins.host import PluginHost
 from weave_core.runtime import run_tick
 from weave_core.runtime.namespaces import namespace_disabled
-from weave_core.schema import weave_audit
+from weave_core.storage.db import Database
+from weave_core.storage.schema import weave_audit
 from weave_http.cli import main
 from weave_sdk import Client
 from weave_sdk.errors import AuthenticationError

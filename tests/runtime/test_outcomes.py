@@ -13,10 +13,10 @@ from tests.http.conftest import Tenant, client_for, new_tenant
 from tests.http.helpers import assert_problem
 from tests.runtime.conftest import make_engine
 from tests.runtime.helpers import definition, publish, report, run_worker, start, task, work
-from weave_core import exactjson
-from weave_core.db import Database
+from weave_core.access.identity import Permission
 from weave_core.engine import Engine
-from weave_core.identity import Permission
+from weave_core.foundation import exactjson
+from weave_core.storage.db import Database
 
 WF = "/v1/namespaces/{ns}/workflows"
 

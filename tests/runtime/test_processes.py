@@ -27,13 +27,13 @@ from tests.runtime.helpers import (
     task,
     work,
 )
-from weave_core import exactjson
-from weave_core.db import Database
 from weave_core.engine import Engine
-from weave_core.migrate import upgrade
-from weave_core.plugins import PluginHost
+from weave_core.foundation import exactjson
+from weave_core.plugins.host import PluginHost
 from weave_core.runtime import consume_task_results
-from weave_core.schema import weave_activations, weave_audit, weave_inbox, weave_tasks
+from weave_core.storage.db import Database
+from weave_core.storage.migrate import upgrade
+from weave_core.storage.schema import weave_activations, weave_audit, weave_inbox, weave_tasks
 
 ROOT = Path(__file__).resolve().parents[2]
 

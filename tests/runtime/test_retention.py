@@ -18,13 +18,13 @@ import sqlalchemy as sa
 from tests.http.conftest import Tenant, client_for
 from tests.runtime.conftest import make_engine
 from tests.runtime.helpers import definition, publish, run_worker, start, task
-from weave_core.db import Database, set_clock_offset
+from weave_core.access.identity import create_namespace
 from weave_core.engine import Engine
-from weave_core.identity import create_namespace
-from weave_core.plugins import PluginHost
+from weave_core.plugins.host import PluginHost
 from weave_core.runtime import run_tick
 from weave_core.runtime.retention import DEFAULT_RETENTION_DAYS, purge_expired
-from weave_core.schema import (
+from weave_core.storage.db import Database, set_clock_offset
+from weave_core.storage.schema import (
     weave_activations,
     weave_audit,
     weave_execution_gates,

@@ -7,7 +7,7 @@ from datetime import datetime
 import sqlalchemy as sa
 
 from weave_core.engine import Engine
-from weave_core.schema import weave_inbox, weave_pending_advances
+from weave_core.storage.schema import weave_inbox, weave_pending_advances
 
 
 def _explain(engine: Engine, stmt: sa.Select[tuple[int]]) -> list[dict[str, object]]:

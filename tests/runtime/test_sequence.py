@@ -20,8 +20,8 @@ from tests.runtime.helpers import (
     transitions_of,
 )
 from weave_core.engine import Engine
-from weave_core.plugins import PluginHost
-from weave_core.program import compile
+from weave_core.planning.program import compile
+from weave_core.plugins.host import PluginHost
 from weave_core.runtime import InstanceStatus
 
 
@@ -157,8 +157,8 @@ def test_failure_under_review_policy(any_engine: Engine) -> None:
 
 def test_a_timer_waits_on_database_time(any_engine: Engine) -> None:
     from tests.runtime.helpers import pending_of
-    from weave_core.db import set_clock_offset
     from weave_core.runtime import run_tick
+    from weave_core.storage.db import set_clock_offset
 
     engine = any_engine
     ns = new_namespace(engine)

@@ -29,7 +29,6 @@ from tests.runtime.helpers import (
     tasks_of,
     work,
 )
-from weave_core.db import set_clock_offset
 from weave_core.dispatch import (
     HandlerRef,
     Report,
@@ -42,10 +41,11 @@ from weave_core.dispatch.errors import ReportConflictError
 from weave_core.dispatch.model import ClaimedTask
 from weave_core.dispatch.queues import get_queue, get_quota
 from weave_core.engine import Engine
-from weave_core.faults import armed
+from weave_core.foundation.faults import armed
 from weave_core.runtime import run_tick
 from weave_core.runtime.step import ClaimNext, StepDone, complete_step
-from weave_core.schema import weave_instances
+from weave_core.storage.db import set_clock_offset
+from weave_core.storage.schema import weave_instances
 
 
 def _ok(output: Any = None) -> Report:
@@ -120,7 +120,7 @@ def test_a_step_is_one_transaction_that_hands_back_the_successor(
     # SQLite sends a multi-row INSERT … RETURNING as one statement per row: one more
     assert len(sent) <= (20 if engine.db.dialect == "mysql" else 21), \
         "\n".join(s.split("\n")[0] for s in sent)
-    if engine.db.dialect == "mysql":  # the closing writes go together (weave_core.deferred)
+    if engine.db.dialect == "mysql":  # the closing writes go together (weave_core.storage.deferred)
         assert trips <= 5, f"{trips} round trips"
     # the release and the successor's reservation net to nothing: no capacity row touched
     assert not [s for s in sent if "weave_namespace_quotas" in s or "weave_queues" in s]

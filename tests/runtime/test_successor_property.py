@@ -31,12 +31,12 @@ from tests.runtime.helpers import (
     tasks_of,
     work,
 )
-from weave_core.db import set_clock_offset
 from weave_core.dispatch import set_namespace_quota, set_queue_capacity
 from weave_core.dispatch.queues import get_queue, get_quota
 from weave_core.engine import Engine
 from weave_core.runtime import run_tick
-from weave_core.schema import weave_activations, weave_pending_advances, weave_steps
+from weave_core.storage.db import set_clock_offset
+from weave_core.storage.schema import weave_activations, weave_pending_advances, weave_steps
 
 
 def _counts(engine: Engine, ns: str) -> tuple[int, int, int, int]:

@@ -19,9 +19,9 @@ from tests.runtime.helpers import (
     tasks_of,
     work,
 )
-from weave_core import exactjson
 from weave_core.engine import Engine
-from weave_core.faults import armed
+from weave_core.foundation import exactjson
+from weave_core.foundation.faults import armed
 from weave_core.runtime import TickLoop, run_tick
 
 
@@ -90,7 +90,7 @@ def test_audit_failure_rolls_back_the_whole_consumption(any_engine: Engine) -> N
 def test_the_tick_expires_the_lease_of_a_dead_worker(any_engine: Engine) -> None:
     """A worker that claims a task and dies holds it only until its lease ends: the tick
     expires the lease and the (idempotent) task becomes claimable again."""
-    from weave_core.db import set_clock_offset
+    from weave_core.storage.db import set_clock_offset
 
     engine = any_engine
     ns, wid = _setup(engine)

@@ -11,9 +11,9 @@ from starlette.testclient import TestClient
 from tests.http.conftest import Tenant, client_for, new_tenant
 from tests.http.helpers import JSON_HEADERS, assert_problem, body
 from tests.runtime.helpers import definition, publish, run_worker, task
-from weave_core import exactjson
+from weave_core.access.identity import Permission
 from weave_core.engine import Engine
-from weave_core.identity import Permission
+from weave_core.foundation import exactjson
 
 WF = "/v1/namespaces/{ns}/workflows"
 

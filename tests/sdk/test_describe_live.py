@@ -12,8 +12,8 @@ import pytest
 import sqlalchemy as sa
 
 from tests.live_server import LiveServer
-from weave_core.db import Database
 from weave_core.runtime.reads import ListFilter, list_statement
+from weave_core.storage.db import Database
 from weave_sdk import (
     Classify,
     Client,

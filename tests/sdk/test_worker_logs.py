@@ -23,7 +23,7 @@ import sqlalchemy as sa
 
 from tests.dispatch.test_worker_e2e import api, create, wait_settled
 from tests.live_server import LiveServer, weave_command
-from weave_core.schema import weave_task_events
+from weave_core.storage.schema import weave_task_events
 from weave_sdk import Client
 from weave_sdk._worker_parts import Backoff
 from weave_sdk.logs import JsonFormatter, TextFormatter, configure_logging
@@ -33,7 +33,7 @@ pytestmark = pytest.mark.mysql
 
 WORKER_MODULE = '''
 import httpx, os
-from weave_core.schema import weave_task_events
+from weave_core.storage.schema import weave_task_events
 from weave_sdk import Client
 from weave_sdk.worker import NonRetryableError, TaskContext, Worker
 

@@ -15,10 +15,10 @@ from starlette.testclient import TestClient
 from tests.conftest import migrated_database, opened_database
 from tests.live_server import LiveServer
 from tests.ui.helpers import Api
-from weave_core.db import Database
 from weave_core.engine import Engine
-from weave_core.limits import Limits
-from weave_core.plugins import PluginHost
+from weave_core.foundation.limits import Limits
+from weave_core.plugins.host import PluginHost
+from weave_core.storage.db import Database
 from weave_http.app import create_app
 
 Response = httpx.Response

@@ -10,7 +10,7 @@ from playwright.sync_api import BrowserContext, Page, expect
 from tests.live_server import LiveServer, ServerProcess
 from tests.ui.conftest import shot, shot_of, sign_in
 from tests.ui.helpers import Api, claim_definition, phase, to_review
-from weave_core.identity import Permission
+from weave_core.access.identity import Permission
 
 
 def _act(page: Page, form: str, reason: str) -> None:

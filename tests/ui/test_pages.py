@@ -8,7 +8,7 @@ import secrets
 
 from tests.runtime.helpers import definition, publish, report, start, task, work
 from tests.ui.conftest import Console
-from weave_core.identity import Permission, create_namespace, create_token
+from weave_core.access.identity import Permission, create_namespace, create_token
 from weave_core.runtime.reads import describe_instance
 
 

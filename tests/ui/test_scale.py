@@ -15,9 +15,9 @@ from sqlalchemy import event
 
 from tests.runtime.helpers import definition, publish, run_worker, start, task
 from tests.ui.conftest import Console
+from weave_core.access.identity import Permission, create_namespace, create_token
 from weave_core.engine import Engine
-from weave_core.identity import Permission, create_namespace, create_token
-from weave_core.schema import weave_instances, weave_steps, weave_waits
+from weave_core.storage.schema import weave_instances, weave_steps, weave_waits
 
 CLONES = 10_000
 

@@ -9,10 +9,10 @@ import pytest
 
 from tests.conftest import migrated_database, opened_database
 from tests.runtime.conftest import make_engine
-from weave_core.db import Database, set_clock_offset
 from weave_core.engine import Engine
-from weave_core.limits import Limits
-from weave_core.plugins import PluginHost
+from weave_core.foundation.limits import Limits
+from weave_core.plugins.host import PluginHost
+from weave_core.storage.db import Database, set_clock_offset
 
 
 @pytest.fixture(scope="session")

@@ -9,11 +9,11 @@ import sqlalchemy as sa
 
 from tests.runtime.helpers import rows
 from weave_core.engine import Engine
-from weave_core.exactjson import JSON
+from weave_core.foundation.exactjson import JSON
 from weave_core.runtime.checkpoints import run_pending
 from weave_core.runtime.waits import accept_signal
 from weave_core.runtime.waits.signals import Acceptance, SignalRequest
-from weave_core.schema import (
+from weave_core.storage.schema import (
     weave_pending_advances,
     weave_poll_rounds,
     weave_signals,

@@ -10,9 +10,9 @@ from tests.runtime.helpers import instance, start, transitions_of
 from tests.waits.helpers import due_rows, send
 from weave_bench.runner import run
 from weave_bench.scan_scenario import prepare
-from weave_core.db import set_clock_offset
 from weave_core.engine import Engine
 from weave_core.runtime import run_pending
+from weave_core.storage.db import set_clock_offset
 
 
 def test_waitscan_scenario_runs_and_the_scans_use_their_due_indexes() -> None:

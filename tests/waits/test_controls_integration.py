@@ -18,11 +18,11 @@ from tests.runtime.helpers import (
     work,
 )
 from tests.waits.helpers import poll_step, rounds_of, send, signal_step, wait_of
-from weave_core.db import set_clock_offset
 from weave_core.engine import Engine
 from weave_core.runtime import run_tick
 from weave_core.runtime.controls import ControlRequest, cancel, pause, resume
 from weave_core.runtime.waits.signals import WorkflowSettledError
+from weave_core.storage.db import set_clock_offset
 
 
 def _control(engine: Engine, fn: object, ns: str, wid: str) -> None:

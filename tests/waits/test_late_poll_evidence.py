@@ -13,12 +13,12 @@ import sqlalchemy as sa
 from tests.http.conftest import client_for, new_tenant
 from tests.runtime.helpers import definition, publish, task, work
 from tests.waits.helpers import poll_step
-from weave_core import exactjson
-from weave_core.db import set_clock_offset
+from weave_core.access.identity import Permission
 from weave_core.engine import Engine
-from weave_core.identity import Permission
+from weave_core.foundation import exactjson
 from weave_core.runtime import consume_task_results, run_tick
-from weave_core.schema import weave_task_events
+from weave_core.storage.db import set_clock_offset
+from weave_core.storage.schema import weave_task_events
 from weave_http.cli.views import render_waits
 from weave_sdk import Client
 from weave_sdk.views import LateReport

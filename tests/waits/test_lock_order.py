@@ -6,11 +6,11 @@ from __future__ import annotations
 from tests.runtime.helpers import definition, new_namespace, publish, report, start, task, work
 from tests.runtime.test_lock_order import LockRecorder, recorder  # noqa: F401  the fixture
 from tests.waits.helpers import poll_step, send, signal_step, timer_step
-from weave_core.db import set_clock_offset
 from weave_core.engine import Engine
-from weave_core.locks import LockLevel
 from weave_core.runtime import run_tick
 from weave_core.runtime.waits import expire_signals
+from weave_core.storage.db import set_clock_offset
+from weave_core.storage.locks import LockLevel
 
 
 def test_waits_lock_in_the_one_order(engine: Engine, recorder: LockRecorder) -> None:  # noqa: F811

@@ -21,16 +21,16 @@ from tests.runtime.helpers import (
     work,
 )
 from tests.waits.helpers import due_rows, poll_step, rounds_of, send, wait_of
-from weave_core import exactjson
-from weave_core.db import set_clock_offset
 from weave_core.dispatch.errors import AttemptSupersededError, LeaseExpiredError
 from weave_core.dispatch.gates import set_gate_txn
 from weave_core.engine import Engine
-from weave_core.errors import ValidationError
+from weave_core.foundation import exactjson
+from weave_core.foundation.errors import ValidationError
 from weave_core.runtime import consume_task_results, run_pending, run_tick
 from weave_core.runtime.pending import PendingKind, schedule_txn
 from weave_core.runtime.waits import resume_waits_txn
-from weave_core.schema import weave_instances
+from weave_core.storage.db import set_clock_offset
+from weave_core.storage.schema import weave_instances
 
 
 def _polling(engine: Engine, **poll: object) -> tuple[str, str]:

@@ -15,9 +15,9 @@ import pytest
 
 from tests.conftest import create_mysql_database, drop_mysql_database
 from tests.live_server import start_server
-from weave_core.db import Database
-from weave_core.identity import Permission, create_namespace, create_token
-from weave_core.migrate import upgrade
+from weave_core.access.identity import Permission, create_namespace, create_token
+from weave_core.storage.db import Database
+from weave_core.storage.migrate import upgrade
 
 HANDLERS = ["validate", "prepare", "submit", "job_status"]
 

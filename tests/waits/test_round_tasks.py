@@ -6,11 +6,11 @@ from __future__ import annotations
 from tests.http.conftest import client_for
 from tests.runtime.helpers import definition, new_namespace, publish, report, start, task, work
 from tests.waits.helpers import poll_step, rounds_of
-from weave_core import exactjson
-from weave_core.db import set_clock_offset
+from weave_core.access.identity import create_token
 from weave_core.engine import Engine
-from weave_core.identity import create_token
+from weave_core.foundation import exactjson
 from weave_core.runtime import run_tick
+from weave_core.storage.db import set_clock_offset
 from weave_sdk import Client
 
 

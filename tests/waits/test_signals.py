@@ -29,12 +29,12 @@ from tests.waits.helpers import (
     signals_of,
     wait_of,
 )
-from weave_core import exactjson
-from weave_core.db import set_clock_offset
 from weave_core.engine import Engine
-from weave_core.errors import NotFoundError, ValidationError
+from weave_core.foundation import exactjson
+from weave_core.foundation.errors import NotFoundError, ValidationError
 from weave_core.runtime import run_pending, run_tick
 from weave_core.runtime.waits.declared import SignalNotDeclaredError
+from weave_core.runtime.waits.signal_expiry import expire_signals
 from weave_core.runtime.waits.signals import (
     SignalBacklogFullError,
     SignalConflictError,
@@ -42,8 +42,8 @@ from weave_core.runtime.waits.signals import (
     SignalRequest,
     WorkflowSettledError,
     accept_signal,
-    expire_signals,
 )
+from weave_core.storage.db import set_clock_offset
 
 
 def _waiting(engine: Engine, *, timeout: int | None = None, first: bool = False

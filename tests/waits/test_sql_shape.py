@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from tests.runtime.helpers import definition, new_namespace, publish, start
 from tests.waits.helpers import signal_step, timer_step
 from weave_core.engine import Engine
-from weave_core.schema import weave_pending_advances, weave_signals, weave_waits
+from weave_core.storage.schema import weave_pending_advances, weave_signals, weave_waits
 
 NOW = datetime(2030, 1, 1)
 

@@ -15,9 +15,9 @@ from tests.runtime.helpers import (
     work,
 )
 from tests.waits.helpers import poll_step, send, signal_step, timer_step, wait_of
-from weave_core.db import set_clock_offset
 from weave_core.engine import Engine
 from weave_core.runtime import run_tick
+from weave_core.storage.db import set_clock_offset
 
 
 def test_signal_timer_and_poll_on_either_database(any_engine: Engine) -> None:

@@ -35,14 +35,14 @@ from tests.waits.helpers import (
     timer_step,
     wait_of,
 )
-from weave_core.db import set_clock_offset
+from weave_core.access.identity import CLI_ACTOR
 from weave_core.dispatch import set_queue_capacity
 from weave_core.engine import Engine
-from weave_core.faults import armed
-from weave_core.identity import CLI_ACTOR
+from weave_core.foundation.faults import armed
 from weave_core.runtime import run_pending, run_tick
 from weave_core.runtime.checkpoints import _batches, run_pending_batch
-from weave_core.schema import weave_instances, weave_pending_advances
+from weave_core.storage.db import set_clock_offset
+from weave_core.storage.schema import weave_instances, weave_pending_advances
 
 
 def _timers(engine: Engine, ns: str, count: int, *, then_task: bool) -> list[str]:

@@ -15,10 +15,10 @@ from tests.http.helpers import assert_problem
 from tests.runtime.conftest import make_engine
 from tests.runtime.helpers import definition, publish, task
 from tests.waits.helpers import poll_step, signal_step
-from weave_core.db import Database
-from weave_core.identity import Permission
-from weave_core.plugins import PluginHost
-from weave_core.schema import weave_instances, weave_signals, weave_transitions
+from weave_core.access.identity import Permission
+from weave_core.plugins.host import PluginHost
+from weave_core.storage.db import Database
+from weave_core.storage.schema import weave_instances, weave_signals, weave_transitions
 from weave_sdk import Client
 from weave_sdk.errors import ValidationError
 

@@ -14,9 +14,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from weave_core import exactjson
-from weave_core.exactjson import JSON
-from weave_core.schema import weave_audit
+from weave_core.foundation import exactjson
+from weave_core.foundation.exactjson import JSON
+from weave_core.storage.schema import weave_audit
 
 MAX_LIST_LIMIT = 1000
 _READ_MAX_DEPTH = 512

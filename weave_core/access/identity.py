@@ -24,9 +24,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from weave_core.audit import write_audit
-from weave_core.db import Database
-from weave_core.errors import (
+from weave_core.access.audit import write_audit
+from weave_core.foundation.errors import (
     AlreadyExistsError,
     AuthenticationError,
     NotFoundError,
@@ -34,8 +33,9 @@ from weave_core.errors import (
     Problem,
     ValidationError,
 )
-from weave_core.locks import LockLevel, lock_namespace_shared, lock_one
-from weave_core.schema import weave_api_tokens, weave_namespaces
+from weave_core.storage.db import Database
+from weave_core.storage.locks import LockLevel, lock_namespace_shared, lock_one
+from weave_core.storage.schema import weave_api_tokens, weave_namespaces
 
 
 class Permission(StrEnum):

@@ -25,10 +25,10 @@ from sqlalchemy.engine import Connection
 
 from weave_core.checks import flow, records
 from weave_core.checks.model import CHECKS, CheckContext, Violation
-from weave_core.db import Database
-from weave_core.errors import NotFoundError
+from weave_core.foundation.errors import NotFoundError
 from weave_core.runtime.consumer import RETRY_DELAY
 from weave_core.runtime.tick import DEFAULT_BUDGET_S, DEFAULT_INTERVAL_S
+from weave_core.storage.db import Database
 
 _ = (flow, records)  # importing them registers their checks
 

@@ -10,7 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, RowMapping
 
-from weave_core.db import Dialect
+from weave_core.storage.db import Dialect
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
 
-from weave_core.errors import LimitExceededError, Problem, WeaveError
-from weave_core.exactjson import JSON, size_of
+from weave_core.foundation.errors import LimitExceededError, Problem, WeaveError
+from weave_core.foundation.exactjson import JSON, size_of
 
 REF_KEY = "$ref"
 BINARY_OPERATORS = ("eq", "ne", "lt", "le", "gt", "ge")

@@ -15,12 +15,12 @@ from dataclasses import dataclass, fields
 from types import MappingProxyType
 from typing import Final
 
-from weave_core.errors import Problem, ValidationError
-from weave_core.exactjson import JSON, content_hash, size_of
-from weave_core.limits import Limits
-from weave_core.nodespec import JsonSchema
-from weave_core.plugins import PluginHost
-from weave_core.validation import Block, StepNode, TreeValidator
+from weave_core.definitions.validation import Block, StepNode, TreeValidator
+from weave_core.foundation.errors import Problem, ValidationError
+from weave_core.foundation.exactjson import JSON, content_hash, size_of
+from weave_core.foundation.limits import Limits
+from weave_core.plugins.host import PluginHost
+from weave_core.plugins.nodespec import JsonSchema
 from weave_sdk import docformat
 from weave_sdk.errors import Problem as SdkProblem
 

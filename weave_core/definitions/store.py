@@ -2,7 +2,8 @@
 
 A version, once published, never changes. Publishing the same ``(definition_id, version)``
 with the same canonical content is an idempotent success (``created=False``); different
-content is a :class:`~weave_core.errors.DefinitionConflictError`. The row and its one audit
+content is a :class:`~weave_core.foundation.errors.DefinitionConflictError`. The row and its
+one audit
 row (action ``definition.published``) commit in the same transaction.
 
 Concurrency: the unique key ``(namespace, definition_id, version)`` decides between racing
@@ -22,17 +23,17 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, RowMapping
 from sqlalchemy.exc import IntegrityError
 
-from weave_core import exactjson
-from weave_core.audit import write_audit
-from weave_core.db import Database
-from weave_core.definitions import ValidatedDefinition, validate_definition
-from weave_core.errors import DefinitionConflictError, NotFoundError, StorageError
-from weave_core.exactjson import JSON
-from weave_core.identity import Principal
-from weave_core.limits import Limits
-from weave_core.locks import lock_namespace_shared
-from weave_core.plugins import PluginHost
-from weave_core.schema import weave_definitions
+from weave_core.access.audit import write_audit
+from weave_core.access.identity import Principal
+from weave_core.definitions.format import ValidatedDefinition, validate_definition
+from weave_core.foundation import exactjson
+from weave_core.foundation.errors import DefinitionConflictError, NotFoundError, StorageError
+from weave_core.foundation.exactjson import JSON
+from weave_core.foundation.limits import Limits
+from weave_core.plugins.host import PluginHost
+from weave_core.storage.db import Database
+from weave_core.storage.locks import lock_namespace_shared
+from weave_core.storage.schema import weave_definitions
 
 LATEST = "latest"
 """The version selector meaning "the most recently published version" (highest ``seq``)."""

@@ -27,9 +27,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
-from weave_core.errors import Problem
-from weave_core.exactjson import JSON, size_of
-from weave_core.expressions import (
+from weave_core.definitions.expressions import (
     REF_KEY,
     ExpressionError,
     Ref,
@@ -39,7 +37,9 @@ from weave_core.expressions import (
     parse_ref,
     template_refs,
 )
-from weave_core.nodespec import JsonSchema, NodeKind
+from weave_core.foundation.errors import Problem
+from weave_core.foundation.exactjson import JSON, size_of
+from weave_core.plugins.nodespec import JsonSchema, NodeKind
 from weave_sdk import docformat
 from weave_sdk.errors import Problem as SdkProblem
 

@@ -20,7 +20,6 @@ from typing import Any
 
 from sqlalchemy.engine import Connection, Row
 
-from weave_core.db import Database
 from weave_core.dispatch.leases import expire_one
 from weave_core.dispatch.model import (
     MAX_CLAIM_BATCH,
@@ -34,14 +33,15 @@ from weave_core.dispatch.model import (
 )
 from weave_core.dispatch.timing import lease_seconds, lease_until
 from weave_core.dispatch.wakeup import hub_for
-from weave_core.errors import Problem, ValidationError
-from weave_core.faults import fault_point
-from weave_core.limits import DEFAULT_LIMITS, Limits
-from weave_core.locks import lock_claimable_tasks
-from weave_core.metrics import LONG_POLL_WAITERS
-from weave_core.observe import queue_wait_txn
-from weave_core.schema import weave_task_attempts, weave_task_events, weave_tasks
-from weave_core.statements import append_row, insert_rows, update_keyed
+from weave_core.foundation.errors import Problem, ValidationError
+from weave_core.foundation.faults import fault_point
+from weave_core.foundation.limits import DEFAULT_LIMITS, Limits
+from weave_core.observability.metrics import LONG_POLL_WAITERS
+from weave_core.observability.observe import queue_wait_txn
+from weave_core.storage.db import Database
+from weave_core.storage.locks import lock_claimable_tasks
+from weave_core.storage.schema import weave_task_attempts, weave_task_events, weave_tasks
+from weave_core.storage.statements import append_row, insert_rows, update_keyed
 
 
 @dataclass(frozen=True)

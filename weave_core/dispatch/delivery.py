@@ -25,8 +25,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
-from weave_core import exactjson
-from weave_core.audit import audit_row
+from weave_core.access.audit import audit_row
 from weave_core.dispatch.errors import TaskOwnerUnverifiedError
 from weave_core.dispatch.model import (
     EVENT_BY_STATUS,
@@ -38,11 +37,12 @@ from weave_core.dispatch.model import (
     TaskStatus,
 )
 from weave_core.dispatch.queues import release_txn
-from weave_core.errors import PayloadTooLargeError
-from weave_core.exactjson import JSON
-from weave_core.faults import fault_point
-from weave_core.limits import DEFAULT_LIMITS, Limits
-from weave_core.schema import (
+from weave_core.foundation import exactjson
+from weave_core.foundation.errors import PayloadTooLargeError
+from weave_core.foundation.exactjson import JSON
+from weave_core.foundation.faults import fault_point
+from weave_core.foundation.limits import DEFAULT_LIMITS, Limits
+from weave_core.storage.schema import (
     weave_activations,
     weave_audit,
     weave_inbox,
@@ -51,7 +51,7 @@ from weave_core.schema import (
     weave_task_events,
     weave_tasks,
 )
-from weave_core.statements import append_row, insert_row_key, run_prebuilt, update_keyed
+from weave_core.storage.statements import append_row, insert_row_key, run_prebuilt, update_keyed
 
 
 def record_event_txn(

@@ -6,7 +6,7 @@ capacity limits 429, missing objects 404.
 
 from __future__ import annotations
 
-from weave_core.errors import ConflictError, LimitExceededError, NotFoundError
+from weave_core.foundation.errors import ConflictError, LimitExceededError, NotFoundError
 
 
 class QueueFullError(LimitExceededError):

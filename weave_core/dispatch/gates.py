@@ -19,9 +19,9 @@ from weave_core.dispatch.errors import GateNotFoundError
 from weave_core.dispatch.model import TaskStatus, new_id
 from weave_core.dispatch.timing import earliest
 from weave_core.dispatch.wakeup import note_available_txn
-from weave_core.locks import lock_gate, lock_gate_tasks
-from weave_core.schema import weave_execution_gates, weave_tasks
-from weave_core.statements import insert_rows
+from weave_core.storage.locks import lock_gate, lock_gate_tasks
+from weave_core.storage.schema import weave_execution_gates, weave_tasks
+from weave_core.storage.statements import insert_rows
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,8 @@ from sqlalchemy.engine import Connection
 from weave_core.dispatch.model import ClaimedTask, TaskStatus, new_id, parse_document
 from weave_core.dispatch.queues import under_ledger
 from weave_core.dispatch.timing import lease_seconds, lease_until
-from weave_core.schema import weave_task_attempts, weave_task_events
-from weave_core.statements import append_row, insert_rows
+from weave_core.storage.schema import weave_task_attempts, weave_task_events
+from weave_core.storage.statements import append_row, insert_rows
 
 _KEY: Final = "weave_claim_handoff"
 

@@ -24,21 +24,21 @@ from typing import Any, Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
-from weave_core.audit import write_audit
-from weave_core.db import Database
+from weave_core.access.audit import write_audit
 from weave_core.dispatch.delivery import finish_attempt_txn, record_event_txn, settle_txn
 from weave_core.dispatch.model import AttemptEnd, TaskError, TaskStatus
 from weave_core.dispatch.queues import lock_capacity_txn
 from weave_core.dispatch.timing import backoff_delay, earliest, pending_start_by
 from weave_core.dispatch.wakeup import note_available_txn
 from weave_core.engine import Engine
-from weave_core.errors import WeaveError
-from weave_core.exactjson import JSON
-from weave_core.limits import DEFAULT_LIMITS, Limits
-from weave_core.locks import lock_task
-from weave_core.metrics import LEASE_EXPIRIES
-from weave_core.observe import ids
-from weave_core.schema import weave_tasks
+from weave_core.foundation.errors import WeaveError
+from weave_core.foundation.exactjson import JSON
+from weave_core.foundation.limits import DEFAULT_LIMITS, Limits
+from weave_core.observability.metrics import LEASE_EXPIRIES
+from weave_core.observability.observe import ids
+from weave_core.storage.db import Database
+from weave_core.storage.locks import lock_task
+from weave_core.storage.schema import weave_tasks
 
 logger = logging.getLogger(__name__)
 

@@ -13,10 +13,10 @@ from typing import Any, Final
 
 from sqlalchemy.engine import Row
 
-from weave_core import exactjson
-from weave_core.errors import Problem, ValidationError
-from weave_core.exactjson import JSON
-from weave_core.nodespec import RetryPolicy, TaskCommand, Timeouts
+from weave_core.foundation import exactjson
+from weave_core.foundation.errors import Problem, ValidationError
+from weave_core.foundation.exactjson import JSON
+from weave_core.plugins.nodespec import RetryPolicy, TaskCommand, Timeouts
 
 
 class TaskStatus(StrEnum):

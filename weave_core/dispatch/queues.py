@@ -30,22 +30,22 @@ from sqlalchemy.dialects import mysql as mysql_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import Connection
 
-from weave_core.audit import write_audit
-from weave_core.db import Database
+from weave_core.access.audit import write_audit
 from weave_core.dispatch.errors import QueueFullError, QuotaExceededError
 from weave_core.dispatch.model import (
     DEFAULT_NAMESPACE_QUOTA,
     DEFAULT_QUEUE_CAPACITY,
     check_name,
 )
-from weave_core.errors import Problem, ValidationError
-from weave_core.locks import (
+from weave_core.foundation.errors import Problem, ValidationError
+from weave_core.storage.db import Database
+from weave_core.storage.locks import (
     lock_namespace_quota,
     lock_queues,
     try_lock_namespace_quota,
     try_lock_queues,
 )
-from weave_core.schema import weave_namespace_quotas, weave_queues
+from weave_core.storage.schema import weave_namespace_quotas, weave_queues
 
 MAX_CAPACITY = 10_000_000
 
@@ -171,7 +171,7 @@ def lock_capacity_txn(conn: Connection, namespace: str, queues: Sequence[str]) -
 
 
 _Q, _U = weave_namespace_quotas, weave_queues
-# Built once (the hot path runs them for every task; see weave_core.statements).
+# Built once (the hot path runs them for every task; see weave_core.storage.statements).
 _TAKE_QUOTA = (
     sa.update(_Q)
     .where(_Q.c.namespace == sa.bindparam("ns"), _Q.c.outstanding < _Q.c.task_quota)

@@ -26,9 +26,7 @@ from typing import Any, cast
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
-from weave_core import exactjson
-from weave_core.audit import write_audit
-from weave_core.db import Database
+from weave_core.access.audit import write_audit
 from weave_core.dispatch.delivery import record_event_txn, settle_txn
 from weave_core.dispatch.errors import (
     AttemptNotFoundError,
@@ -48,13 +46,20 @@ from weave_core.dispatch.model import (
 from weave_core.dispatch.queues import lock_capacity_txn
 from weave_core.dispatch.tasks import get_task_txn
 from weave_core.dispatch.timing import lease_seconds, lease_until
-from weave_core.errors import ConflictError, PayloadTooLargeError, Problem, ValidationError
-from weave_core.exactjson import JSON
-from weave_core.faults import fault_point
-from weave_core.limits import DEFAULT_LIMITS, Limits
-from weave_core.locks import lock_task
-from weave_core.schema import weave_task_attempts, weave_tasks
-from weave_core.statements import update_keyed
+from weave_core.foundation import exactjson
+from weave_core.foundation.errors import (
+    ConflictError,
+    PayloadTooLargeError,
+    Problem,
+    ValidationError,
+)
+from weave_core.foundation.exactjson import JSON
+from weave_core.foundation.faults import fault_point
+from weave_core.foundation.limits import DEFAULT_LIMITS, Limits
+from weave_core.storage.db import Database
+from weave_core.storage.locks import lock_task
+from weave_core.storage.schema import weave_task_attempts, weave_tasks
+from weave_core.storage.statements import update_keyed
 
 _REPORTED = frozenset({AttemptEnd.SUCCEEDED, AttemptEnd.FAILED, AttemptEnd.CANCELLED})
 

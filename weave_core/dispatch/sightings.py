@@ -25,8 +25,8 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import mysql, sqlite
 from sqlalchemy.engine import Connection
 
-from weave_core.db import Database
-from weave_core.schema import weave_worker_sightings
+from weave_core.storage.db import Database
+from weave_core.storage.schema import weave_worker_sightings
 
 logger = logging.getLogger(__name__)
 

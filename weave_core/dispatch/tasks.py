@@ -13,9 +13,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
-from weave_core import exactjson
-from weave_core.audit import write_audit
-from weave_core.db import Database
+from weave_core.access.audit import write_audit
 from weave_core.dispatch.delivery import record_event_txn, settle_txn
 from weave_core.dispatch.errors import GateNotFoundError, TaskNotFoundError
 from weave_core.dispatch.handoff import start_if_handed_off
@@ -31,11 +29,13 @@ from weave_core.dispatch.model import (
 from weave_core.dispatch.queues import lock_capacity_txn, reserve_txn
 from weave_core.dispatch.timing import earliest
 from weave_core.dispatch.wakeup import note_available_txn
-from weave_core.errors import PayloadTooLargeError, Problem, ValidationError
-from weave_core.limits import DEFAULT_LIMITS, Limits
-from weave_core.locks import lock_task
-from weave_core.schema import weave_execution_gates, weave_task_events, weave_tasks
-from weave_core.statements import append_row, insert_rows
+from weave_core.foundation import exactjson
+from weave_core.foundation.errors import PayloadTooLargeError, Problem, ValidationError
+from weave_core.foundation.limits import DEFAULT_LIMITS, Limits
+from weave_core.storage.db import Database
+from weave_core.storage.locks import lock_task
+from weave_core.storage.schema import weave_execution_gates, weave_task_events, weave_tasks
+from weave_core.storage.statements import append_row, insert_rows
 
 
 def _validate(spec: TaskSpec, now: datetime, limits: Limits) -> list[Problem]:

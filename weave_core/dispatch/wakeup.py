@@ -4,7 +4,7 @@ Claimers of one ``(namespace, queue)`` waiting in a long poll share one :class:`
 per database per process. They wake when:
 
 - a transaction of this process that made a task claimable commits (the dispatch code
-  calls :func:`note_available_txn` inside the transaction; ``weave_core.aftercommit``
+  calls :func:`note_available_txn` inside the transaction; ``weave_core.foundation.aftercommit``
   fires the wake-up after the commit, never before, and a rollback discards it);
 - the queue's watcher sees claimable work: while anyone waits on a queue, one watcher per
   queue and process runs one cheap indexed probe (``ix_weave_tasks_claim``) at most once a
@@ -28,9 +28,9 @@ from typing import Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from weave_core.aftercommit import note, subscribe
-from weave_core.db import Database
-from weave_core.schema import weave_tasks
+from weave_core.foundation.aftercommit import note, subscribe
+from weave_core.storage.db import Database
+from weave_core.storage.schema import weave_tasks
 
 logger = logging.getLogger(__name__)
 

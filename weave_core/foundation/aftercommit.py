@@ -7,7 +7,7 @@ connection; one ``commit``/``rollback`` listener per engine hands them to the ca
 :func:`subscribe` registered for their channel. Nothing is collected for a channel nobody
 subscribed to in this process.
 
-:func:`later` is the exact form for counters and log lines (``weave_core.observe``): a
+:func:`later` is the exact form for counters and log lines (``weave_core.observability.observe``): a
 callable noted in a transaction runs once ``Database.transaction`` saw its COMMIT succeed
 (never when it or the savepoint it was noted in rolls back, never twice on a re-run).
 """

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from weave_core.errors import InvalidJsonError, JsonTooDeepError, PayloadTooLargeError
+from weave_core.foundation.errors import InvalidJsonError, JsonTooDeepError, PayloadTooLargeError
 from weave_sdk import exactjson as _exact
 from weave_sdk.exactjson import JSON, MAX_NUMBER_DIGITS, depth
 

@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Final
 
-from weave_core.errors import WeaveError
+from weave_core.foundation.errors import WeaveError
 
 KILL_ENV: Final = "WEAVE_FAULT_KILL"
 """The environment variable naming the points at which a process kills itself."""

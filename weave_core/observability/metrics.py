@@ -3,7 +3,8 @@
 Defined once per process on prometheus_client's default registry (``weave serve
 --workers N`` sets ``PROMETHEUS_MULTIPROC_DIR`` first, so each process writes its own
 files and any one of them serves the sum; docs/observability.md). The kernel changes
-counters only through ``weave_core.observe`` (after COMMIT, so rolled-back work is never
+counters only through ``weave_core.observability.observe`` (after COMMIT, so rolled-back
+work is never
 counted) or outside any transaction (retries, tick rounds, lease sweeps). The HTTP metrics
 are ``weave_http.metrics``'; the gauges that need a query (instances by status, lags) are
 collected at scrape time by ``weave_http.metrics`` too.

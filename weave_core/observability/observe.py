@@ -3,7 +3,7 @@
 The kernel hands this module the rows it writes anyway — an instance's transitions
 (``History.write``) and task status events (``statements.append_row``) — plus two
 timings (engine gap, queue wait). Nothing is counted or logged inside the transaction:
-each notice becomes a ``weave_core.aftercommit.later`` callable, run once the transaction
+each notice becomes a ``weave_core.foundation.aftercommit.later`` callable, run once the transaction
 committed and dropped when it (or its savepoint) rolls back. No statement is added.
 
 Log lines about a workflow carry its ids as ``extra`` fields (``namespace``,
@@ -22,9 +22,9 @@ from typing import Any, Final
 
 from sqlalchemy.engine import Connection
 
-from weave_core import tracing
-from weave_core.aftercommit import later
-from weave_core.metrics import (
+from weave_core.foundation.aftercommit import later
+from weave_core.observability import tracing
+from weave_core.observability.metrics import (
     CONSUME_DEFERRALS,
     ENGINE_GAP,
     INSTANCES_FINISHED,
@@ -40,7 +40,7 @@ from weave_core.metrics import (
 logger = logging.getLogger("weave_core.workflows")
 
 _TERMINAL: Final = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
-_TXN_STARTED: Final = "weave_txn_started"  # weave_core.db.TXN_STARTED (no import cycle)
+_TXN_STARTED: Final = "weave_txn_started"  # weave_core.storage.db.TXN_STARTED (no import cycle)
 
 
 REQUEST_IDS: Final[contextvars.ContextVar[dict[str, str] | None]] = contextvars.ContextVar(

@@ -14,9 +14,9 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Any, ClassVar
 
-from weave_core.errors import WeaveError
-from weave_core.exactjson import JSON
-from weave_core.nodespec import Command
+from weave_core.foundation.errors import WeaveError
+from weave_core.foundation.exactjson import JSON
+from weave_core.plugins.nodespec import Command
 
 MAX_PLAN_LIMIT = 32
 """The largest budget one plan may be given (R-6.4: structural changes per advance)."""

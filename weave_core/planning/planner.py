@@ -14,26 +14,22 @@ No I/O, no clock, no randomness; only kinds' pure ``activate``/``combine`` are c
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from decimal import Decimal
 from typing import TYPE_CHECKING, Literal, TypeVar
 
-from weave_core.exactjson import JSON, size_of
-from weave_core.expressions import (
+from weave_core.definitions.expressions import (
     ExpressionTypeError,
     MissingValueError,
-    Ref,
     ValueTooLargeError,
-    evaluate,
-    follow,
-    json_equal,
-    resolve,
 )
-from weave_core.nodespec import EnterBlocks
-from weave_core.plan import Decision, DecisionKind, Plan, PlanRejectedError, RejectReason
-from weave_core.snapshot import PASSABLE, ROOT, Entered, Phase, Snapshot, StepState
+from weave_core.foundation.exactjson import JSON
+from weave_core.planning.plan import Decision, DecisionKind, Plan, PlanRejectedError, RejectReason
+from weave_core.planning.scope import SkippedInputError, StepScope, reject
+from weave_core.planning.snapshot import PASSABLE, ROOT, Entered, Phase, Snapshot, StepState
+from weave_core.planning.values import check_size, same
+from weave_core.plugins.nodespec import EnterBlocks
 
 if TYPE_CHECKING:
-    from weave_core.program import Program, _Node
+    from weave_core.planning.program import Program, _Node
 
 T = TypeVar("T")
 _Mode = Literal["run", "verify", "inert"]
@@ -44,115 +40,6 @@ _SUCCEEDED = Phase.SUCCEEDED
 _SKIPPED_PHASE = Phase.SKIPPED
 _ACTIVE_PHASE = Phase.ACTIVE
 _ROOT_ENTERED = Entered(None, ("steps",))
-
-
-_NUMBER_TYPES = (int, Decimal)
-_MISSING = object()
-
-
-def _same(a: JSON, b: JSON) -> bool:
-    """Exact JSON equality (numbers as rationals, ``true`` never ``1``), by type dispatch.
-
-    Same meaning as ``expressions.json_equal``, several times faster: forged-output checks
-    run on every plan over every completed composite, so this sits on the hot path.
-    """
-    ta, tb = type(a), type(b)
-    if ta is dict:
-        if tb is not dict or len(a) != len(b):
-            return False
-        for key, value in a.items():
-            other = b.get(key, _MISSING)
-            if other is _MISSING or not _same(value, other):
-                return False
-        return True
-    if ta is list:
-        if tb is not list or len(a) != len(b):
-            return False
-        return all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if ta is tb:
-        return bool(a == b)
-    if ta in _NUMBER_TYPES and tb in _NUMBER_TYPES:
-        return bool(a == b)
-    if ta is bool or tb is bool or ta in (str, type(None)) or tb in (str, type(None)):
-        return False
-    return json_equal(a, b)  # other mapping or sequence types: the general rule
-
-
-def _size_bound(value: JSON) -> int:
-    """An upper bound of ``size_of(value)``, found without encoding (cheap on the hot path)."""
-    kind = type(value)
-    if kind is str:
-        return 6 * len(value) + 2  # every character escapes to at most six bytes
-    if kind is dict:
-        return 2 + sum(6 * len(k) + 4 + _size_bound(v) for k, v in value.items())
-    if kind is list:
-        return 2 + sum(_size_bound(v) + 1 for v in value)
-    if kind is int:
-        return int(value.bit_length()) // 3 + 3  # decimal digits, a sign
-    if kind is Decimal:
-        return len(value.as_tuple().digits) + 72  # digits, sign, point, up to 64 zeros, E
-    if value is None or kind is bool:
-        return 5
-    return size_of(value)
-
-
-def check_size(value: JSON, limit: int, what: str) -> None:
-    """Raise ``ValueTooLargeError`` when ``value``'s canonical form exceeds ``limit`` bytes."""
-    if _size_bound(value) <= limit:
-        return
-    size = size_of(value)
-    if size > limit:
-        raise ValueTooLargeError(
-            f"{what} of {size} bytes exceeds the limit of {limit} bytes",
-            details={"size_bytes": size, "limit_bytes": limit},
-        )
-
-
-class _SkippedInputError(MissingValueError):
-    """A reference reads a SKIPPED step: absent for ``exists``, a rejection elsewhere."""
-
-
-def _reject(reason: RejectReason, step_id: str | None, message: str) -> PlanRejectedError:
-    return PlanRejectedError(reason, message, step_id=step_id)
-
-
-class _Scope:
-    """The read-only view a kind's ``activate`` gets: input and visible SUCCEEDED outputs."""
-
-    __slots__ = ("_node", "_planner")
-
-    def __init__(self, planner: _Planner, node: _Node) -> None:
-        self._planner = planner
-        self._node = node
-
-    def _lookup(self, ref: Ref) -> JSON:
-        if ref.root == "input":
-            return follow(self._planner.input, ref.path, ref.text)
-        source = ref.step_id
-        assert source is not None
-        if source not in self._node.visible:
-            raise _reject(
-                RejectReason.INPUT_STATE_INVALID, self._node.step_id,
-                f"{ref.text}: step {source!r} is not visible from {self._node.step_id!r}",
-            )
-        state = self._planner.states.get(source)
-        if state is not None and state.phase is _SUCCEEDED:
-            return follow(state.output, ref.path, ref.text)
-        if state is not None and state.phase is _SKIPPED_PHASE:
-            raise _SkippedInputError(f"{ref.text}: step {source!r} was skipped")
-        phase = "never activated" if state is None else state.phase.value
-        raise _reject(
-            RejectReason.INPUT_STATE_INVALID, self._node.step_id,
-            f"{ref.text}: input step {source!r} is {phase}, not SUCCEEDED",
-        )
-
-    def resolve(self, template: JSON) -> JSON:
-        value = resolve(template, self._lookup)
-        check_size(value, self._planner.max_bytes, "constructed value")
-        return value
-
-    def evaluate(self, condition: JSON) -> bool:
-        return evaluate(condition, self._lookup)
 
 
 class _Planner:
@@ -183,7 +70,7 @@ class _Planner:
         elif root.phase is _SUCCEEDED:
             self._verify_done(ROOT, root)
         else:
-            raise _reject(
+            raise reject(
                 RejectReason.INPUT_STATE_INVALID, ROOT,
                 f"$root is recorded only once the workflow SUCCEEDED, not as {root.phase.value}",
             )
@@ -204,14 +91,14 @@ class _Planner:
         # Refuse the same step whatever order the snapshot lists its steps in.
         unknown = sorted(s for s in states if s not in nodes)
         if unknown:
-            raise _reject(
+            raise reject(
                 RejectReason.UNREACHABLE_EXECUTION, unknown[0],
                 f"step {unknown[0]!r} is recorded but the definition has no such step",
             )
         for step_id in self.order:
             parent = nodes[step_id].parent
             if step_id in states and parent is not None and parent != ROOT and parent not in states:
-                raise _reject(
+                raise reject(
                     RejectReason.UNREACHABLE_EXECUTION, step_id,
                     f"step {step_id!r} is recorded under {parent!r}, which was never activated",
                 )
@@ -232,7 +119,7 @@ class _Planner:
             state = states.get(step_id)
             if blocked:
                 if state is not None:
-                    raise _reject(
+                    raise reject(
                         RejectReason.UNREACHABLE_EXECUTION, step_id,
                         f"step {step_id!r} is recorded after an unfinished predecessor",
                     )
@@ -271,17 +158,17 @@ class _Planner:
         node = self.nodes[step_id]
         kind, config = node.kind, node.config
         assert kind is not None and config is not None
-        command = self._call(step_id, lambda: kind.activate(config, _Scope(self, node)))
+        command = self._call(step_id, lambda: kind.activate(config, StepScope(self, node)))
         if node.policy == "none":
             if isinstance(command, EnterBlocks):
-                raise _reject(
+                raise reject(
                     RejectReason.INVALID_COMMAND, step_id,
                     f"leaf kind {node.kind_name!r} returned EnterBlocks",
                 )
             state = _ACTIVE
         else:
             if not isinstance(command, EnterBlocks):
-                raise _reject(
+                raise reject(
                     RejectReason.INVALID_COMMAND, step_id,
                     f"composite kind {node.kind_name!r} returned {type(command).__name__}, "
                     "not EnterBlocks",
@@ -311,7 +198,7 @@ class _Planner:
         try:
             check_size(output, self.max_bytes, f"the output of {step_id!r}")
         except ValueTooLargeError as exc:
-            raise _reject(RejectReason.VALUE_TOO_LARGE, step_id, exc.message) from exc
+            raise reject(RejectReason.VALUE_TOO_LARGE, step_id, exc.message) from exc
         self.decisions.append(Decision(DecisionKind.COMPLETE, step_id, output=output))
         done_state = StepState(Phase.SUCCEEDED, output, entered, state.version)
         self.states[step_id] = done_state
@@ -331,7 +218,7 @@ class _Planner:
             state = states.get(step_id)
             if state is None:
                 if mode == "verify":
-                    raise _reject(
+                    raise reject(
                         RejectReason.UNSETTLED_CHILD, step_id,
                         f"step {step_id!r} of an unselected path is not SKIPPED under a "
                         "completed composite",
@@ -342,7 +229,7 @@ class _Planner:
                 self.decisions.append(Decision(DecisionKind.SKIP, step_id))
                 states[step_id] = _SKIPPED
             elif state.phase is not _SKIPPED_PHASE:
-                raise _reject(
+                raise reject(
                     RejectReason.UNREACHABLE_EXECUTION, step_id,
                     f"step {step_id!r} is {state.phase.value} in a path that was not selected",
                 )
@@ -371,8 +258,8 @@ class _Planner:
                 outputs[block] = self._verify_block(ids)
             else:
                 self._skip_block(ids, "verify")
-        if not _same(self._combine(node, entered, outputs), state.output):
-            raise _reject(
+        if not same(self._combine(node, entered, outputs), state.output):
+            raise reject(
                 RejectReason.FORGED_OUTPUT, step_id,
                 f"the saved output of {step_id!r} differs from combining its children's outputs",
             )
@@ -383,7 +270,7 @@ class _Planner:
             state = self.states.get(step_id)
             if state is None or state.phase not in PASSABLE:
                 phase = "never activated" if state is None else state.phase.value
-                raise _reject(
+                raise reject(
                     RejectReason.UNSETTLED_CHILD, step_id,
                     f"step {step_id!r} is {phase} under a completed composite",
                 )
@@ -410,7 +297,7 @@ class _Planner:
             state = self.states.get(step_id)
             if blocked or state is None:
                 if state is not None:
-                    raise _reject(
+                    raise reject(
                         RejectReason.UNREACHABLE_EXECUTION, step_id,
                         f"step {step_id!r} is recorded after an unfinished predecessor",
                     )
@@ -435,7 +322,7 @@ class _Planner:
             return _ROOT_ENTERED
         entered = state.entered
         if entered is None:
-            raise _reject(
+            raise reject(
                 RejectReason.INPUT_STATE_INVALID, node.step_id,
                 f"composite {node.step_id!r} is {state.phase.value} without its saved decision",
             )
@@ -453,7 +340,7 @@ class _Planner:
         elif node.policy == "one" and len(blocks) != 1:
             problem = f"must enter exactly one block, not {list(blocks)}"
         if problem is not None:
-            raise _reject(reason, node.step_id, f"composite {node.step_id!r} {problem}")
+            raise reject(reason, node.step_id, f"composite {node.step_id!r} {problem}")
 
     def _combine(self, node: _Node, entered: Entered, outputs: dict[str, JSON]) -> JSON:
         kind, config = node.kind, node.config
@@ -472,16 +359,16 @@ class _Planner:
                     exc.reason, exc.message, step_id=step_id, details=exc.details
                 ) from exc
             raise
-        except _SkippedInputError as exc:
-            raise _reject(RejectReason.INPUT_STATE_INVALID, step_id, exc.message) from exc
+        except SkippedInputError as exc:
+            raise reject(RejectReason.INPUT_STATE_INVALID, step_id, exc.message) from exc
         except ValueTooLargeError as exc:
-            raise _reject(RejectReason.VALUE_TOO_LARGE, step_id, exc.message) from exc
+            raise reject(RejectReason.VALUE_TOO_LARGE, step_id, exc.message) from exc
         except (MissingValueError, ExpressionTypeError) as exc:
-            raise _reject(RejectReason.TYPE_MISMATCH, step_id, exc.message) from exc
+            raise reject(RejectReason.TYPE_MISMATCH, step_id, exc.message) from exc
 
 
 def make_plan(program: Program, snapshot: Snapshot, limit: int, allow_new: bool) -> Plan:
-    """Plan from ``snapshot`` (see :meth:`weave_core.program.Program.plan`)."""
+    """Plan from ``snapshot`` (see :meth:`weave_core.planning.program.Program.plan`)."""
     return _Planner(program, snapshot, limit, allow_new).run()
 
 

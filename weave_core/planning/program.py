@@ -15,15 +15,15 @@ from types import MappingProxyType
 
 from pydantic import BaseModel
 
-from weave_core.definitions import ValidatedDefinition, validate_definition
-from weave_core.exactjson import JSON, canonicalize, content_hash
-from weave_core.limits import DEFAULT_LIMITS, Limits
-from weave_core.nodespec import BlockPolicy, Fact, NodeKind, StepOutcome, StepResult
-from weave_core.plan import MAX_PLAN_LIMIT, Plan, PlanRejectedError, RejectReason
-from weave_core.planner import make_plan
-from weave_core.plugins import PluginHost
-from weave_core.snapshot import ROOT, Snapshot
-from weave_core.validation import StepNode
+from weave_core.definitions.format import ValidatedDefinition, validate_definition
+from weave_core.definitions.validation import StepNode
+from weave_core.foundation.exactjson import JSON, canonicalize, content_hash
+from weave_core.foundation.limits import DEFAULT_LIMITS, Limits
+from weave_core.planning.plan import MAX_PLAN_LIMIT, Plan, PlanRejectedError, RejectReason
+from weave_core.planning.planner import make_plan
+from weave_core.planning.snapshot import ROOT, Snapshot
+from weave_core.plugins.host import PluginHost
+from weave_core.plugins.nodespec import BlockPolicy, Fact, NodeKind, StepOutcome, StepResult
 
 ROOT_BLOCK = "steps"
 """The one block of the ``$root`` pseudo-step: the definition's top-level step list."""
@@ -243,7 +243,7 @@ def _build_block(
 def compile(document: JSON, host: PluginHost, limits: Limits = DEFAULT_LIMITS) -> Program:
     """Validate ``document`` and compile it into an immutable :class:`Program`.
 
-    Raises ``weave_core.errors.ValidationError`` listing every problem of the document.
+    Raises ``weave_core.foundation.errors.ValidationError`` listing every problem of the document.
     """
     return Program(validate_definition(document, host, limits), host, limits)
 

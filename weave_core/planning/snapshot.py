@@ -16,8 +16,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
-from weave_core.errors import WeaveError
-from weave_core.exactjson import JSON
+from weave_core.foundation.errors import WeaveError
+from weave_core.foundation.exactjson import JSON
 
 ROOT = "$root"
 """Step id of the whole workflow: its COMPLETE decision completes the instance."""

@@ -3,13 +3,14 @@
 The host is built once per :class:`~weave_core.engine.Engine` (never a module-level global).
 Every installed distribution exposing the entry point group ``weave.nodes`` is loaded and
 registered with a pluggy manager for project ``weave`` and the hookspecs of
-:class:`~weave_core.nodespec.NodeSpec`; the built-in kinds of ``weave_nodes`` arrive the
+:class:`~weave_core.plugins.nodespec.NodeSpec`; the built-in kinds of ``weave_nodes`` arrive the
 same way, through the entry points of the ``weave-engine`` distribution.
 
 Any attribute of a plugin whose name starts with ``weave_`` is taken as a hook
 implementation, marked or not, so that ``check_pending()`` catches a misspelled hook
 (``weave_register_node_kind``) instead of ignoring it. A plugin is refused with a
-:class:`~weave_core.errors.PluginError` naming it when its hooks are unknown or malformed,
+:class:`~weave_core.foundation.errors.PluginError` naming it when its hooks are unknown or
+malformed,
 when it returns something that is not a well-formed ``NodeKind`` subclass, when a kind is
 written for a spec version this host does not serve, or when it registers a kind that
 another plugin already registered: a second registration never silently wins.
@@ -27,8 +28,8 @@ from typing import Any
 import pluggy
 from pydantic import BaseModel
 
-from weave_core.errors import PluginError
-from weave_core.nodespec import (
+from weave_core.foundation.errors import PluginError
+from weave_core.plugins.nodespec import (
     ENTRY_POINT_GROUP,
     NODE_SPEC_VERSION,
     PROJECT_NAME,

@@ -32,7 +32,7 @@ from typing import Any, ClassVar, Literal, Protocol
 import pluggy
 from pydantic import BaseModel
 
-from weave_core.exactjson import JSON
+from weave_core.foundation.exactjson import JSON
 
 NODE_SPEC_VERSION = 1
 """The version of this spec; kinds declare the one they implement in ``spec_version``."""
@@ -72,7 +72,7 @@ class CheckContext(Protocol):
         ...
 
     def limit(self, name: str) -> int:
-        """The engine's limit called ``name`` (see ``weave_core.limits``)."""
+        """The engine's limit called ``name`` (see ``weave_core.foundation.limits``)."""
         ...
 
     def schema_of(self, template: JSON) -> JsonSchema | None:

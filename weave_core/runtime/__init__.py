@@ -1,5 +1,11 @@
 """The runtime kernel (issue 5): admission, the inbox consumer, advances, checkpoints,
 deadlines and the tick. See docs/runtime.md.
+
+Imports point one way (lint-imports): entry points (``reads``, ``tick``, ``step``) →
+``controls`` → ``admission``, ``checkpoints`` → ``consumer`` → ``stopping`` → ``waits``,
+``quarantine`` → ``advance``, which applies a plan's effects → ``activation`` →
+``wait_opening`` → ``status``, ``wait_records``, ``programs`` → ``history``,
+``snapshot``, ``frozen``, ``pending`` → ``outcomes`` → ``instances``.
 """
 
 from weave_core.runtime.admission import (

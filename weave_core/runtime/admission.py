@@ -20,17 +20,15 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from weave_core import exactjson
-from weave_core.deferred import DeferredWriteMismatch, deferring
-from weave_core.definition_store import LATEST, DefinitionRecord, definition_txn
+from weave_core.definitions.store import LATEST, DefinitionRecord, definition_txn
 from weave_core.dispatch.gates import create_gate_txn
 from weave_core.dispatch.queues import lock_capacity_txn
 from weave_core.engine import Engine
-from weave_core.errors import ConflictError, NotFoundError, Problem, ValidationError
-from weave_core.exactjson import JSON
-from weave_core.exactschema import ExactValidator
-from weave_core.locks import lock_namespace_shared
-from weave_core.program import Program
+from weave_core.foundation import exactjson
+from weave_core.foundation.errors import ConflictError, NotFoundError, Problem, ValidationError
+from weave_core.foundation.exactjson import JSON
+from weave_core.foundation.exactschema import ExactValidator
+from weave_core.planning.program import Program
 from weave_core.runtime.advance import advance_txn
 from weave_core.runtime.frozen import freeze, store_txn
 from weave_core.runtime.history import History
@@ -49,8 +47,11 @@ from weave_core.runtime.pending import (
 )
 from weave_core.runtime.programs import programs
 from weave_core.runtime.snapshot import LockedInstance
-from weave_core.schema import weave_idempotency, weave_instances
-from weave_core.statements import insert_rows, read_with_queue
+from weave_core.runtime.waits.declared import start_problems
+from weave_core.storage.deferred import DeferredWriteMismatch, deferring
+from weave_core.storage.locks import lock_namespace_shared
+from weave_core.storage.schema import weave_idempotency, weave_instances
+from weave_core.storage.statements import insert_rows, read_with_queue
 
 logger = logging.getLogger(__name__)
 
@@ -177,8 +178,6 @@ def start_workflow(
     queues = queues_of(program)
     seconds = program.field("deadline_seconds") or engine.limits.max_deadline_seconds
     policy = program.field("failure_policy") or FailurePolicy.REVIEW.value
-    from weave_core.runtime.waits import start_problems  # issue 6
-
     wait_problems = start_problems(program, int(seconds), engine.limits)
     if wait_problems:
         raise ValidationError("the definition's waits do not fit this start", wait_problems)

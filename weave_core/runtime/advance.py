@@ -19,41 +19,30 @@ from datetime import datetime
 
 from sqlalchemy.engine import Connection
 
-from weave_core import exactjson
-from weave_core.db import savepoint
 from weave_core.dispatch.errors import QueueFullError, QuotaExceededError
-from weave_core.dispatch.gates import set_gate_txn
-from weave_core.dispatch.model import TaskSpec
 from weave_core.dispatch.queues import under_ledger
-from weave_core.dispatch.tasks import create_task_txn
 from weave_core.engine import Engine
-from weave_core.faults import fault_point
-from weave_core.nodespec import (
-    Command,
-    EnterBlocks,
-    PollCommand,
-    TaskCommand,
-    TimerCommand,
-    WaitSignalCommand,
-)
-from weave_core.observe import engine_gap_txn
-from weave_core.plan import (
+from weave_core.foundation import exactjson
+from weave_core.foundation.faults import fault_point
+from weave_core.observability.observe import engine_gap_txn
+from weave_core.planning.plan import (
     MAX_PLAN_LIMIT,
     Decision,
     DecisionKind,
     PlanRejectedError,
-    command_to_json,
 )
-from weave_core.program import Program
-from weave_core.runtime.frozen import instance_limits, task_spec
+from weave_core.planning.program import Program
+from weave_core.planning.snapshot import ROOT, Phase
+from weave_core.plugins.nodespec import (
+    TaskCommand,
+)
+from weave_core.runtime.activation import activate_decision_txn, mark_step
+from weave_core.runtime.frozen import instance_limits
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import (
     MOVING,
-    TERMINAL,
-    ActivationState,
     InstanceStatus,
     ReviewReason,
-    new_activation_id,
 )
 from weave_core.runtime.pending import (
     ROOT_REF,
@@ -65,9 +54,8 @@ from weave_core.runtime.pending import (
     schedule_txn,
 )
 from weave_core.runtime.snapshot import LockedInstance, StepRecord
-from weave_core.schema import weave_activations
-from weave_core.snapshot import ROOT, Entered, Phase
-from weave_core.statements import insert_rows
+from weave_core.runtime.status import set_status, to_review
+from weave_core.storage.db import savepoint
 
 TASK_KINDS = frozenset({"task", "poll"})
 """Leaf kinds whose active steps hold a worker task (the instance is RUNNING)."""
@@ -88,164 +76,7 @@ class AdvanceOutcome:
     completed: bool = False
 
 
-# --- status changes ------------------------------------------------------------------
-
-
-def set_status(
-    li: LockedInstance,
-    history: History,
-    status: InstanceStatus,
-    *,
-    now: datetime,
-    reason: str | None = None,
-    details: exactjson.JSON = None,
-) -> None:
-    """Move the instance to ``status`` (never out of a terminal status), as a transition."""
-    if li.status in TERMINAL or li.status == status:
-        return
-    history.record(
-        "instance.status", from_state=li.status.value, to_state=status.value,
-        reason=reason, details=details,
-    )
-    values: dict[str, object] = {"status": status}
-    if status == InstanceStatus.NEEDS_REVIEW or reason is not None:
-        values["review_reason"] = reason
-    if status in TERMINAL:
-        values["settled_at"] = now
-    li.set(**values)
-
-
-def to_review(
-    conn: Connection,
-    li: LockedInstance,
-    history: History,
-    reason: str,
-    *,
-    now: datetime,
-    close_gate: bool = False,
-    details: exactjson.JSON = None,
-) -> None:
-    """Send a non-terminal instance to NEEDS_REVIEW (and close its gate when asked)."""
-    if li.terminal:
-        return
-    if li.status != InstanceStatus.NEEDS_REVIEW:
-        set_status(li, history, InstanceStatus.NEEDS_REVIEW, now=now, reason=reason,
-                   details=details)
-    if close_gate and li.gate_open:
-        set_gate_txn(conn, li.gate_id, False, now=now)
-        li.gate_open = False
-        history.record("gate.closed", reason=reason)
-
-
 # --- applying decisions --------------------------------------------------------------
-
-
-def _activation_row(
-    li: LockedInstance, step_id: str, kind: str, command: Command, now: datetime,
-    activation_id: str, task_id: str | None,
-) -> dict[str, object]:
-    return {
-        "activation_id": activation_id,
-        "namespace": li.namespace,
-        "instance_id": li.instance_id,
-        "step_id": step_id,
-        "state": ActivationState.ACTIVE.value,
-        "state_version": 1,
-        "task_id": task_id,
-        "poll_round": None,
-        "gate_id": li.gate_id,
-        "created_at": now,
-        "kind": kind,
-        "command": exactjson.dumps(command_to_json(command)),
-        "result_revision": None,
-        "reason": None,
-        "updated_at": now,
-        "settled_at": None,
-    }
-
-
-def _mark_step(
-    li: LockedInstance, step_id: str, phase: Phase, *, output: exactjson.JSON = None,
-    entered: Entered | None = None, activation_id: str | None = None,
-    reason: str | None = None,
-) -> str | None:
-    """Set a step's phase (a new record or the next version); return the old phase."""
-    old = li.step(step_id)
-    if old is None:
-        li.put_step(StepRecord(step_id, phase, 1, output, entered, activation_id, reason,
-                               stored=False))
-        return None
-    previous = old.phase.value
-    old.phase = phase
-    old.version += 1
-    old.output = output if phase is Phase.SUCCEEDED else None
-    if entered is not None:
-        old.entered = entered
-    if activation_id is not None:
-        old.activation_id = activation_id
-    old.reason = reason
-    li.put_step(old)
-    return previous
-
-
-def _activate(
-    conn: Connection, engine: Engine, li: LockedInstance, history: History, program: Program,
-    decision: Decision, now: datetime,
-) -> None:
-    command = decision.command
-    step_id = decision.step_id
-    assert command is not None
-    if isinstance(command, EnterBlocks):
-        previous = _mark_step(li, step_id, Phase.ACTIVE,
-                              entered=Entered(command.decision, command.blocks))
-        history.record("step.activated", step_id=step_id, from_state=previous,
-                       to_state=Phase.ACTIVE.value,
-                       details={"blocks": list(command.blocks), "decision": command.decision})
-        return
-    kind = program.kind_of(step_id)
-    activation_id = new_activation_id()
-    task_id: str | None = None
-    details: dict[str, exactjson.JSON] = {"kind": kind}
-    if isinstance(command, TaskCommand):
-        spec = task_spec(conn, engine.limits, li.config_hash, TaskSpec.from_command(
-            command, owner_id=activation_id, gate_id=li.gate_id, deadline_at=li.deadline_at
-        ))
-        task_id = create_task_txn(conn, namespace=li.namespace, spec=spec, now=now,
-                                  limits=instance_limits(conn, engine.limits, li.config_hash),
-                                  gate_open=li.gate_open)
-        details.update(task_id=task_id, queue=command.queue)
-    insert_rows(conn, weave_activations,
-                _activation_row(li, step_id, kind, command, now, activation_id, task_id))
-    if isinstance(command, TimerCommand | WaitSignalCommand | PollCommand):
-        # The wait record, its due rows and a poll's first round (issue 6, docs/waits.md).
-        from weave_core.runtime.waits import open_wait_txn
-
-        details.update(open_wait_txn(conn, engine, li, step_id=step_id,
-                                     activation_id=activation_id, command=command, now=now))
-    previous = _mark_step(li, step_id, Phase.ACTIVE, activation_id=activation_id)
-    history.record("step.activated", step_id=step_id, activation_id=activation_id,
-                   from_state=previous, to_state=Phase.ACTIVE.value, details=details)
-
-
-def activate_txn(
-    conn: Connection, engine: Engine, li: LockedInstance, history: History, program: Program,
-    step_id: str, command: Command, now: datetime,
-) -> str | None:
-    """Activate ``step_id`` with ``command`` outside a plan, in the caller's transaction
-    (under the instance's lock chain); return the new activation id (``None`` for a
-    composite's ``EnterBlocks``).
-
-    Recovery (controls, R-8.5) calls this: a new activation with its task or durable wait
-    (a wait keeps the absolute times of the step's earlier wait), the step pointing at it
-    with its state version raised, and a ``step.activated`` transition. Old activations and
-    tasks are left as they are. The caller checks the gate, quota and deadline rules.
-    """
-    _activate(conn, engine, li, history, program,
-              Decision(DecisionKind.ACTIVATE, step_id, command), now)
-    rec = li.step(step_id)
-    if isinstance(command, EnterBlocks) or rec is None:
-        return None
-    return rec.activation_id
 
 
 def _apply(
@@ -254,15 +85,15 @@ def _apply(
 ) -> bool:
     """Apply one decision; True when it completed the root."""
     if decision.kind is DecisionKind.ACTIVATE:
-        _activate(conn, engine, li, history, program, decision, now)
+        activate_decision_txn(conn, engine, li, history, program, decision, now)
     elif decision.kind is DecisionKind.SKIP:
-        previous = _mark_step(li, decision.step_id, Phase.SKIPPED)
+        previous = mark_step(li, decision.step_id, Phase.SKIPPED)
         history.record("step.skipped", step_id=decision.step_id, from_state=previous,
                        to_state=Phase.SKIPPED.value)
     elif decision.step_id == ROOT:
         return True
     else:
-        previous = _mark_step(li, decision.step_id, Phase.SUCCEEDED, output=decision.output)
+        previous = mark_step(li, decision.step_id, Phase.SUCCEEDED, output=decision.output)
         history.record("step.succeeded", step_id=decision.step_id, from_state=previous,
                        to_state=Phase.SUCCEEDED.value)
     return False
@@ -457,6 +288,4 @@ def advance_txn(
     return outcome
 
 
-__all__ = [
-    "TASK_KINDS", "AdvanceOutcome", "activate_txn", "advance_txn", "set_status", "to_review",
-]
+__all__ = ["TASK_KINDS", "AdvanceOutcome", "advance_txn"]

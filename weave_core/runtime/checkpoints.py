@@ -28,19 +28,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from weave_core.engine import Engine
-from weave_core.exactjson import JSON
-from weave_core.faults import fault_point
-from weave_core.locks import (
-    holding,
-    lock_activation,
-    lock_activations,
-    lock_pending_advance,
-    lock_pending_advances,
-    lock_waits,
-)
-from weave_core.nodespec import Fact, FactKind, StepOutcome
-from weave_core.program import Program
-from weave_core.runtime.advance import advance_txn, to_review
+from weave_core.foundation.exactjson import JSON
+from weave_core.foundation.faults import fault_point
+from weave_core.planning.program import Program
+from weave_core.planning.snapshot import Phase
+from weave_core.plugins.nodespec import Fact, FactKind, StepOutcome
+from weave_core.runtime.advance import advance_txn
 from weave_core.runtime.consumer import RETRY_DELAY
 from weave_core.runtime.history import UNREAD, History, HistoryBatch, Unread, previous_times
 from weave_core.runtime.instances import ActivationState, ReviewReason, new_operation_id
@@ -55,14 +48,23 @@ from weave_core.runtime.pending import (
 )
 from weave_core.runtime.programs import programs
 from weave_core.runtime.snapshot import LockedInstance, lock_chain, lock_chains
-from weave_core.schema import (
+from weave_core.runtime.status import to_review
+from weave_core.runtime.waits.due import wait_pending_txn
+from weave_core.storage.locks import (
+    holding,
+    lock_activation,
+    lock_activations,
+    lock_pending_advance,
+    lock_pending_advances,
+    lock_waits,
+)
+from weave_core.storage.schema import (
     weave_activations,
     weave_instances,
     weave_pending_advances,
     weave_waits,
 )
-from weave_core.snapshot import Phase
-from weave_core.statements import RowChanges, update_keyed
+from weave_core.storage.statements import RowChanges, update_keyed
 
 logger = logging.getLogger(__name__)
 
@@ -166,8 +168,6 @@ def _continue_txn(conn: Connection, engine: Engine, li: LockedInstance | None, p
     elif kind is PendingKind.ROOT and row.ref == DEADLINE_REF:
         advance_txn(conn, engine, li, history, program, now=now)
     elif kind in WAIT_KINDS:
-        from weave_core.runtime.waits import wait_pending_txn
-
         if not wait_pending_txn(conn, engine, li, history, program, kind, row.ref, now) \
                 and kind is PendingKind.TIMER:
             _fire_timer(conn, engine, li, history, program, row.ref, now,

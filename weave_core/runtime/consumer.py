@@ -39,20 +39,19 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 from sqlalchemy.exc import DBAPIError
 
-from weave_core import exactjson
-from weave_core.audit import write_audit
-from weave_core.db import mysql_error_code
+from weave_core.access.audit import write_audit
 from weave_core.dispatch.model import EVENT_BY_STATUS, InboxState, TaskStatus
 from weave_core.engine import Engine
-from weave_core.errors import InvalidJsonError, StorageError, WeaveError
-from weave_core.exactjson import JSON
-from weave_core.faults import fault_point
-from weave_core.locks import lock_activation, lock_inbox_row
-from weave_core.nodespec import Fact, FactKind, StepOutcome, StepResult
-from weave_core.observe import ids, note_deferred
-from weave_core.plan import PlanRejectedError
-from weave_core.program import Program
-from weave_core.runtime.advance import advance_txn, set_status, to_review
+from weave_core.foundation import exactjson
+from weave_core.foundation.errors import InvalidJsonError, StorageError, WeaveError
+from weave_core.foundation.exactjson import JSON
+from weave_core.foundation.faults import fault_point
+from weave_core.observability.observe import ids, note_deferred
+from weave_core.planning.plan import PlanRejectedError
+from weave_core.planning.program import Program
+from weave_core.planning.snapshot import Phase
+from weave_core.plugins.nodespec import Fact, FactKind, StepOutcome, StepResult
+from weave_core.runtime.advance import advance_txn
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import (
     PHASE_OF_OUTCOME,
@@ -65,15 +64,19 @@ from weave_core.runtime.instances import (
 from weave_core.runtime.programs import programs
 from weave_core.runtime.quarantine import hold_step_txn
 from weave_core.runtime.snapshot import LockedInstance, lock_chain
-from weave_core.schema import (
+from weave_core.runtime.status import set_status, to_review
+from weave_core.runtime.stopping import stop_txn
+from weave_core.runtime.waits.polls import apply_round_result_txn, note_round_evidence_txn
+from weave_core.storage.db import mysql_error_code
+from weave_core.storage.locks import lock_activation, lock_inbox_row
+from weave_core.storage.schema import (
     weave_activations,
     weave_inbox,
     weave_instances,
     weave_task_attempts,
     weave_tasks,
 )
-from weave_core.snapshot import Phase
-from weave_core.statements import update_keyed
+from weave_core.storage.statements import update_keyed
 
 logger = logging.getLogger(__name__)
 
@@ -286,8 +289,6 @@ def _fail_after_settled(conn: Connection, engine: Engine, li: LockedInstance,
     (:func:`~weave_core.runtime.controls.stop.stop_txn`): the gate closes, sibling tasks
     are asked to cancel, timers, signal waits and polls are cancelled on their wait
     record's version, and FAILED comes only once everything started has settled."""
-    from weave_core.runtime.controls.stop import stop_txn  # stop imports this module
-
     set_status(li, history, InstanceStatus.CANCELLING, now=now,
                reason=ReviewReason.TASK_FAILED.value)
     stop_txn(conn, engine, li, history, program, reason=ReviewReason.TASK_FAILED.value,
@@ -299,8 +300,6 @@ def _apply_result(
     row: Row[Any], act: Row[Any], snap: dict[str, Any], now: datetime,
 ) -> str:
     if act.kind == "poll":  # a round's result: classified, rounds and races (issue 6)
-        from weave_core.runtime.waits import apply_round_result_txn
-
         return apply_round_result_txn(conn, engine, li, history, program, row, act, snap, now)
     status = TaskStatus(snap["status"])
     fact = Fact(
@@ -428,8 +427,6 @@ def consume_held_txn(conn: Connection, engine: Engine, li: LockedInstance, act: 
     if classification is not None:
         _settle_row(conn, row, InboxState.PROCESSED, classification.value, now)
         if act_row.kind == "poll":  # a late round result stays on its round as evidence
-            from weave_core.runtime.waits.polls import note_round_evidence_txn
-
             note_round_evidence_txn(conn, row.source_task_id, row, snap,
                                     classification.value, now)
         history.record("result.ignored", step_id=act_row.step_id,

@@ -6,7 +6,7 @@ operator changed a limit. So admission resolves, once, everything that shapes ho
 instance runs and stores it with the instance (``weave_instances.config``, canonical exact
 JSON):
 
-- ``limits``: every engine limit (``weave_core.limits``) as it was at start — what the
+- ``limits``: every engine limit (``weave_core.foundation.limits``) as it was at start — what the
   instance's steps check while it runs (largest value, attempts per task, plan changes per
   advance, unmatched signals and their retention, snapshot size) and what its definition
   was compiled under;
@@ -46,13 +46,13 @@ import sqlalchemy as sa
 from pydantic import BaseModel
 from sqlalchemy.engine import Connection
 
-from weave_core import exactjson
 from weave_core.dispatch.model import DEFAULT_LEASE_SECONDS, TaskSpec
-from weave_core.exactjson import JSON
-from weave_core.limits import Limits
-from weave_core.program import Program
-from weave_core.schema import weave_instance_configs
-from weave_core.statements import run_prebuilt
+from weave_core.foundation import exactjson
+from weave_core.foundation.exactjson import JSON
+from weave_core.foundation.limits import Limits
+from weave_core.planning.program import Program
+from weave_core.storage.schema import weave_instance_configs
+from weave_core.storage.statements import run_prebuilt
 
 SCHEMA_VERSION: Final = 1
 _TEMPLATES: Final = frozenset({"input", "output_schema", "input_schema", "trace_key",

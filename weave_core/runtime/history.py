@@ -16,14 +16,19 @@ from typing import Any, Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from weave_core import exactjson
-from weave_core.audit import audit_row
-from weave_core.exactjson import JSON
-from weave_core.faults import fault_point
-from weave_core.observe import transitions_txn
+from weave_core.access.audit import audit_row
+from weave_core.foundation import exactjson
+from weave_core.foundation.exactjson import JSON
+from weave_core.foundation.faults import fault_point
+from weave_core.observability.observe import transitions_txn
 from weave_core.runtime.instances import iso, load_json
-from weave_core.schema import weave_audit, weave_transitions
-from weave_core.statements import insert_row_key, insert_rows, insert_rows_ids, take_appended
+from weave_core.storage.schema import weave_audit, weave_transitions
+from weave_core.storage.statements import (
+    insert_row_key,
+    insert_rows,
+    insert_rows_ids,
+    take_appended,
+)
 
 MAX_HISTORY_PAGE = 500
 

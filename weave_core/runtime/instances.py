@@ -8,11 +8,11 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Final
 
-from weave_core import exactjson
 from weave_core.dispatch.model import new_id
-from weave_core.exactjson import JSON
-from weave_core.nodespec import StepOutcome
-from weave_core.snapshot import Phase
+from weave_core.foundation import exactjson
+from weave_core.foundation.exactjson import JSON
+from weave_core.planning.snapshot import Phase
+from weave_core.plugins.nodespec import StepOutcome
 
 _READ_MAX_DEPTH: Final = 512  # our own canonical text reads back at any depth we wrote
 

@@ -22,12 +22,12 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from weave_core.audit import write_audit
-from weave_core.db import Database
-from weave_core.errors import NotFoundError
-from weave_core.identity import CLI_ACTOR
+from weave_core.access.audit import write_audit
+from weave_core.access.identity import CLI_ACTOR
+from weave_core.foundation.errors import NotFoundError
 from weave_core.runtime.pending import FULL_BACKOFF_CAP_S, PendingReason, PendingState
-from weave_core.schema import weave_namespaces, weave_pending_advances
+from weave_core.storage.db import Database
+from weave_core.storage.schema import weave_namespaces, weave_pending_advances
 
 
 def set_namespace_enabled(db: Database, name: str, enabled: bool, *,

@@ -9,7 +9,7 @@ Waiters of one process share one :class:`OutcomeHub` per database. They wake whe
 
 - a transaction of this process that moved an instance to a done status commits
   (:meth:`LockedInstance.flush <weave_core.runtime.snapshot.LockedInstance.flush>` calls
-  :func:`note_done_txn`; ``weave_core.aftercommit`` wakes the waiters after the commit,
+  :func:`note_done_txn`; ``weave_core.foundation.aftercommit`` wakes the waiters after the commit,
   never before, and a rollback discards it);
 - their re-read comes round: every :data:`RECHECK_S` seconds while they wait, which catches
   instances another engine process settled.
@@ -32,13 +32,13 @@ from typing import Any, Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from weave_core.aftercommit import note, subscribe
-from weave_core.db import Database
-from weave_core.errors import NotFoundError
-from weave_core.exactjson import JSON
-from weave_core.metrics import LONG_POLL_WAITERS
+from weave_core.foundation.aftercommit import note, subscribe
+from weave_core.foundation.errors import NotFoundError
+from weave_core.foundation.exactjson import JSON
+from weave_core.observability.metrics import LONG_POLL_WAITERS
 from weave_core.runtime.instances import InstanceStatus, load_json
-from weave_core.schema import weave_instances
+from weave_core.storage.db import Database
+from weave_core.storage.schema import weave_instances
 
 DONE: Final = frozenset({InstanceStatus.SUCCEEDED, InstanceStatus.FAILED,
                          InstanceStatus.CANCELLED, InstanceStatus.NEEDS_REVIEW})

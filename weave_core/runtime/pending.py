@@ -16,8 +16,8 @@ from typing import Any, Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from weave_core.schema import weave_pending_advances
-from weave_core.statements import insert_rows, update_keyed
+from weave_core.storage.schema import weave_pending_advances
+from weave_core.storage.statements import insert_rows, update_keyed
 
 
 class PendingKind(StrEnum):
@@ -165,7 +165,7 @@ def finish_many_txn(conn: Connection, pending_ids: Sequence[int], now: datetime)
 
 
 _P = weave_pending_advances
-_CLOSE_ALL = (  # built once: every completing instance runs it (see weave_core.statements)
+_CLOSE_ALL = (  # built once: every completing instance runs it (see weave_core.storage.statements)
     sa.update(_P)
     .where(_P.c.instance_id == sa.bindparam("instance"),
            _P.c.state == PendingState.PENDING.value)

@@ -1,6 +1,7 @@
 """Compiled programs, cached per engine by (namespace, definition id, version).
 
-Published versions are immutable (R-2.3), so a compiled :class:`~weave_core.program.Program`
+Published versions are immutable (R-2.3), so a compiled
+:class:`~weave_core.planning.program.Program`
 never goes stale; the cache is small and bounded (least recently used out first). An
 instance runs the program of its pinned version *as it was accepted*
 (:meth:`ProgramCache.for_instance`): compiled under the limits and with the step defaults
@@ -17,13 +18,13 @@ from typing import Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from weave_core import exactjson
 from weave_core.engine import Engine
-from weave_core.errors import NotFoundError
-from weave_core.program import Program, compile
+from weave_core.foundation import exactjson
+from weave_core.foundation.errors import NotFoundError
+from weave_core.planning.program import Program, compile
 from weave_core.runtime.frozen import effective_document, frozen_of
 from weave_core.runtime.snapshot import LockedInstance
-from weave_core.schema import weave_definitions
+from weave_core.storage.schema import weave_definitions
 
 CACHE_SIZE: Final = 256
 _READ_MAX_DEPTH: Final = 512

@@ -23,12 +23,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from weave_core.dispatch.model import UNSETTLED, InboxState, TaskStatus
-from weave_core.program import Program
+from weave_core.planning.program import Program
+from weave_core.planning.snapshot import Phase
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import ActivationState, ReviewReason
 from weave_core.runtime.snapshot import LockedInstance
-from weave_core.schema import weave_activations, weave_inbox, weave_tasks
-from weave_core.snapshot import Phase
+from weave_core.storage.schema import weave_activations, weave_inbox, weave_tasks
 
 
 def _task_done(conn: Connection, namespace: str, task_id: str, inbox_id: int) -> bool:

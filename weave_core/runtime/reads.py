@@ -16,20 +16,23 @@ from typing import Any, Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from weave_core.audit import AuditEntry, list_audit
-from weave_core.db import Database
+from weave_core.access.audit import AuditEntry, list_audit
 from weave_core.dispatch.sightings import (
     HANDLER_SEEN_WINDOW_S,
     HANDLER_UNAVAILABLE,
     handler_unavailable,
     last_seen,
 )
-from weave_core.errors import Problem, ValidationError
+from weave_core.foundation.errors import Problem, ValidationError
 from weave_core.runtime.admission import DEFAULT_OPERATION_TYPE, read_instance
+from weave_core.runtime.controls.views import control_view
+from weave_core.runtime.frozen import read_config
 from weave_core.runtime.history import MAX_HISTORY_PAGE, read_transitions
 from weave_core.runtime.instances import InstanceStatus, InstanceView, iso, load_json
 from weave_core.runtime.task_records import attempts_of, instance_task_events
-from weave_core.schema import (
+from weave_core.runtime.waits.views import describe_waits
+from weave_core.storage.db import Database
+from weave_core.storage.schema import (
     weave_activations,
     weave_idempotency,
     weave_instances,
@@ -144,15 +147,11 @@ def _pending(conn: Connection, instance_id: str) -> list[dict[str, Any]]:
 
 
 def _waits(conn: Connection, namespace: str, instance_id: str) -> dict[str, Any]:
-    from weave_core.runtime.waits import describe_waits  # issue 6
-
     return describe_waits(conn, namespace, instance_id)
 
 
 def _controls(conn: Connection, namespace: str, instance_id: str,
               review_reason: str | None) -> dict[str, Any]:
-    from weave_core.runtime.controls.views import control_view  # issue 7
-
     return control_view(conn, namespace, instance_id, review_reason)
 
 
@@ -182,8 +181,6 @@ def describe_instance(db: Database, namespace: str, instance_id: str) -> dict[st
 
 def _config(conn: Connection, config_hash: str | None) -> Any:
     """The effective configuration the instance was accepted with (issue 12)."""
-    from weave_core.runtime.frozen import read_config
-
     return read_config(conn, config_hash)
 
 

@@ -26,14 +26,14 @@ from typing import Any, Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from weave_core.audit import write_audit
-from weave_core.db import Database
+from weave_core.access.audit import write_audit
+from weave_core.access.identity import CLI_ACTOR
 from weave_core.engine import Engine
-from weave_core.errors import NotFoundError, Problem, ValidationError
-from weave_core.identity import CLI_ACTOR
-from weave_core.locks import lock_instance, lock_namespace_shared
+from weave_core.foundation.errors import NotFoundError, Problem, ValidationError
 from weave_core.runtime.instances import TERMINAL, InstanceStatus
-from weave_core.schema import (
+from weave_core.storage.db import Database
+from weave_core.storage.locks import lock_instance, lock_namespace_shared
+from weave_core.storage.schema import (
     weave_activations,
     weave_audit,
     weave_execution_gates,

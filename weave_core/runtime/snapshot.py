@@ -18,10 +18,18 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from weave_core import exactjson
 from weave_core.dispatch.queues import lock_capacity_txn
-from weave_core.exactjson import JSON
-from weave_core.locks import (
+from weave_core.foundation import exactjson
+from weave_core.foundation.exactjson import JSON
+from weave_core.planning.snapshot import Entered, Phase, Snapshot, StepState
+from weave_core.runtime.instances import (
+    MOVING,
+    TERMINAL,
+    InstanceStatus,
+    load_json,
+)
+from weave_core.runtime.outcomes import DONE, note_done_txn
+from weave_core.storage.locks import (
     lock_chain_at_once,
     lock_gate,
     lock_gates,
@@ -31,16 +39,8 @@ from weave_core.locks import (
     lock_steps,
     lock_steps_of,
 )
-from weave_core.runtime.instances import (
-    MOVING,
-    TERMINAL,
-    InstanceStatus,
-    load_json,
-)
-from weave_core.runtime.outcomes import DONE, note_done_txn
-from weave_core.schema import weave_instances, weave_steps
-from weave_core.snapshot import Entered, Phase, Snapshot, StepState
-from weave_core.statements import RowChanges
+from weave_core.storage.schema import weave_instances, weave_steps
+from weave_core.storage.statements import RowChanges
 
 _DONE_VALUES = frozenset(status.value for status in DONE)
 

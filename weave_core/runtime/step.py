@@ -45,9 +45,6 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 from sqlalchemy.exc import DBAPIError
 
-from weave_core import exactjson
-from weave_core.db import reruns_transaction
-from weave_core.deferred import DeferredWriteMismatch, deferring
 from weave_core.dispatch.claim import HandlerRef, check_claim, claim, claim_txn, settle_expired
 from weave_core.dispatch.delivery import settle_txn
 from weave_core.dispatch.errors import TaskNotFoundError
@@ -68,13 +65,16 @@ from weave_core.dispatch.reports import (
     settled_view,
 )
 from weave_core.engine import Engine
-from weave_core.exactjson import JSON
-from weave_core.faults import fault_point
-from weave_core.locks import lock_activation, lock_task_fenced
+from weave_core.foundation import exactjson
+from weave_core.foundation.exactjson import JSON
+from weave_core.foundation.faults import fault_point
 from weave_core.runtime.consumer import ConsumeResult, consume_held_txn, consume_task_results
 from weave_core.runtime.snapshot import lock_chain, lock_step_chain
-from weave_core.schema import weave_activations, weave_instances, weave_tasks
-from weave_core.statements import appending
+from weave_core.storage.db import reruns_transaction
+from weave_core.storage.deferred import DeferredWriteMismatch, deferring
+from weave_core.storage.locks import lock_activation, lock_task_fenced
+from weave_core.storage.schema import weave_activations, weave_instances, weave_tasks
+from weave_core.storage.statements import appending
 
 logger = logging.getLogger(__name__)
 _AT_ONCE = frozenset({"mysql", "mariadb"})  # dialects whose chain locks go in one round trip

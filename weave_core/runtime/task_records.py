@@ -14,11 +14,11 @@ from typing import Any, Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from weave_core.db import Database
 from weave_core.dispatch.model import AttemptEnd
 from weave_core.dispatch.tasks import read_task_row
 from weave_core.runtime.instances import iso, load_json
-from weave_core.schema import (
+from weave_core.storage.db import Database
+from weave_core.storage.schema import (
     weave_activations,
     weave_task_attempts,
     weave_task_events,

@@ -22,15 +22,17 @@ from typing import Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from weave_core import tracing
 from weave_core.dispatch.leases import sweep_expired_leases
 from weave_core.dispatch.model import InboxState
 from weave_core.engine import Engine
-from weave_core.metrics import TICK_SECONDS
+from weave_core.observability import tracing
+from weave_core.observability.metrics import TICK_SECONDS
 from weave_core.runtime.checkpoints import DEFAULT_BATCH, run_pending_batch
 from weave_core.runtime.consumer import consume
 from weave_core.runtime.pending import PendingState
-from weave_core.schema import weave_inbox, weave_pending_advances
+from weave_core.runtime.retention import purge_if_due
+from weave_core.runtime.waits.signal_expiry import expire_signals
+from weave_core.storage.schema import weave_inbox, weave_pending_advances
 
 logger = logging.getLogger(__name__)
 
@@ -132,8 +134,6 @@ def run_tick(
             if swept.deferred:
                 report.outcomes["leases_deferred"] = len(swept.deferred)
     if not report.out_of_budget:
-        from weave_core.runtime.waits import expire_signals  # issue 6
-
         try:
             expired = expire_signals(engine, limit=max_candidates)
         except Exception:
@@ -142,8 +142,6 @@ def run_tick(
             if expired.expired:
                 report.outcomes["signals_expired"] = expired.expired
     if not report.out_of_budget:
-        from weave_core.runtime.retention import purge_if_due  # issue 12: retention
-
         try:
             purged = purge_if_due(engine)
         except Exception:

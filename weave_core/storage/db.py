@@ -40,15 +40,16 @@ from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.pool import ConnectionPoolEntry, PoolResetState
 
-from weave_core import deferred, tracing
-from weave_core.aftercommit import later_mark, later_rollback, run_later
-from weave_core.errors import (
+from weave_core.foundation.aftercommit import later_mark, later_rollback, run_later
+from weave_core.foundation.errors import (
     DatabaseURLError,
     TransactionRetriesExhaustedError,
     UnsupportedDatabaseError,
 )
-from weave_core.metrics import TRANSACTION_RETRIES, TRANSACTION_SECONDS, child
-from weave_core.schema import weave_clock as _clock
+from weave_core.observability import tracing
+from weave_core.observability.metrics import TRANSACTION_RETRIES, TRANSACTION_SECONDS, child
+from weave_core.storage import deferred
+from weave_core.storage.schema import weave_clock as _clock
 
 T = TypeVar("T")
 

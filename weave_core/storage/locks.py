@@ -50,8 +50,8 @@ from typing import Any, Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
-from weave_core.deferred import send_with
-from weave_core.schema import (
+from weave_core.storage.deferred import send_with
+from weave_core.storage.schema import (
     weave_activations,
     weave_execution_gates,
     weave_inbox,
@@ -67,7 +67,7 @@ from weave_core.schema import (
     weave_tasks,
     weave_waits,
 )
-from weave_core.statements import select_keyed
+from weave_core.storage.statements import select_keyed
 
 
 class LockLevel(IntEnum):

@@ -23,8 +23,8 @@ from alembic.script.revision import RevisionError
 from sqlalchemy.engine import Connection
 
 import migrations
-from weave_core.db import Database
-from weave_core.errors import DatabaseNotMigratedError, StorageError
+from weave_core.foundation.errors import DatabaseNotMigratedError, StorageError
+from weave_core.storage.db import Database
 
 MIGRATE_LOCK_NAME: Final = "weave_migrate"
 MIGRATE_LOCK_TIMEOUT_S: Final = 300

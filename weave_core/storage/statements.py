@@ -21,9 +21,9 @@ from typing import Any, Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
-from weave_core.deferred import defer, deferring_now, send_with
-from weave_core.observe import task_event_txn
-from weave_core.schema import weave_task_events
+from weave_core.observability.observe import task_event_txn
+from weave_core.storage.deferred import defer, deferring_now, send_with
+from weave_core.storage.schema import weave_task_events
 
 LockMode = Literal["exclusive", "shared"] | None
 

@@ -14,9 +14,9 @@ from typing import Any
 
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-from weave_core.db import Database, default_database_url
-from weave_core.identity import Permission, create_namespace, create_token, revoke_token
-from weave_core.migrate import (
+from weave_core.access.identity import Permission, create_namespace, create_token, revoke_token
+from weave_core.storage.db import Database, default_database_url
+from weave_core.storage.migrate import (
     current_revision,
     head_revision,
     pending_revisions,

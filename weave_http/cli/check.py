@@ -15,9 +15,9 @@ from typing import Any
 from sqlalchemy.exc import DBAPIError
 
 from weave_core.checks import DEFAULT_GRACE, DEFAULT_LIMIT, INVARIANTS, run_check
-from weave_core.db import Database, default_database_url
-from weave_core.errors import BadRequestError, StorageError, WeaveError
-from weave_core.migrate import ensure_current
+from weave_core.foundation.errors import BadRequestError, StorageError, WeaveError
+from weave_core.storage.db import Database, default_database_url
+from weave_core.storage.migrate import ensure_current
 
 
 class InvalidDatabaseUrlError(WeaveError):

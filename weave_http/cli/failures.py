@@ -47,7 +47,7 @@ def describe(exc: BaseException) -> tuple[str, str] | None:
         return exc.code, exc.message
     if isinstance(exc, BrokenPipeError):
         return "stdout_closed", "the output was closed before everything was written"
-    core = sys.modules.get("weave_core.errors")
+    core = sys.modules.get("weave_core.foundation.errors")
     if core is not None and isinstance(exc, core.WeaveError):
         return exc.code, exc.message
     sdk = sys.modules.get("weave_sdk.errors")

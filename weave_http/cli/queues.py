@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from weave_core.access.identity import CLI_ACTOR
 from weave_core.dispatch import set_namespace_quota, set_queue_capacity
-from weave_core.identity import CLI_ACTOR
 from weave_http.cli.admin import _add_database_url, _open, add_json, print_outcome
 
 

@@ -39,13 +39,13 @@ from prometheus_client import start_http_server
 from sqlalchemy.engine import make_url
 from uvicorn.supervisors import Multiprocess
 
-from weave_core import tracing
-from weave_core.db import default_database_url
 from weave_core.engine import Engine
-from weave_core.errors import DatabaseNotMigratedError
-from weave_core.limits import Limits
-from weave_core.migrate import ensure_current, upgrade
+from weave_core.foundation.errors import DatabaseNotMigratedError
+from weave_core.foundation.limits import Limits
+from weave_core.observability import tracing
 from weave_core.runtime.tick import DEFAULT_INTERVAL_S
+from weave_core.storage.db import default_database_url
+from weave_core.storage.migrate import ensure_current, upgrade
 from weave_http.app import create_app
 from weave_http.instrument import RequestIdsFilter
 from weave_http.metrics import metrics_registry

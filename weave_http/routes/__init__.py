@@ -17,9 +17,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from weave_core.access.identity import Permission, Principal
 from weave_core.engine import Engine
-from weave_core.identity import Permission, Principal
-from weave_core.observe import REQUEST_IDS
+from weave_core.observability.observe import REQUEST_IDS
 from weave_http.auth import require_permission
 
 QUERY_READ_KEY: Final = "weave.query_read"

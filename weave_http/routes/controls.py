@@ -15,9 +15,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from weave_core.access.identity import Permission
 from weave_core.engine import Engine
-from weave_core.errors import Problem, ValidationError
-from weave_core.identity import Permission
+from weave_core.foundation.errors import Problem, ValidationError
 from weave_core.runtime.controls import (
     AcceptRequest,
     ConcludeRequest,

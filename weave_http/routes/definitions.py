@@ -9,15 +9,15 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from weave_core.db import Database
-from weave_core.definition_store import (
+from weave_core.access.identity import Permission
+from weave_core.definitions.store import (
     count_definitions,
     get_definition,
     list_versions,
     publish_definition,
 )
-from weave_core.errors import NotFoundError
-from weave_core.identity import Permission
+from weave_core.foundation.errors import NotFoundError
+from weave_core.storage.db import Database
 from weave_http.body import read_json, require_object
 from weave_http.models import (
     DefinitionDocument,

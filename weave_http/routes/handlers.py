@@ -20,8 +20,8 @@ from collections.abc import Iterable
 from starlette.requests import Request
 from starlette.responses import Response
 
+from weave_core.access.identity import Permission
 from weave_core.dispatch.sightings import Sightings
-from weave_core.identity import Permission
 from weave_http.models import SeenHandler, SeenHandlerList, json_response
 from weave_http.routes import ApiRoute, Context
 

@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from weave_core.errors import StorageError
+from weave_core.foundation.errors import StorageError
 from weave_http.models import HealthResponse, json_response
 from weave_http.routes import ApiRoute, Context
 

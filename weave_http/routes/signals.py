@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from weave_core.identity import Permission
+from weave_core.access.identity import Permission
 from weave_core.runtime.admission import read_instance
 from weave_core.runtime.waits.signals import (
     Acceptance,

@@ -10,7 +10,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from weave_core.identity import Permission
+from weave_core.access.identity import Permission
 from weave_core.runtime.task_records import task_attempts, task_events
 from weave_http.models import (
     AttemptList,

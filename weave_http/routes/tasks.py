@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from weave_core import tracing
+from weave_core.access.identity import Permission
 from weave_core.dispatch import (
     ClaimedTask,
     HandlerRef,
@@ -35,8 +35,8 @@ from weave_core.dispatch import (
     set_queue_capacity,
 )
 from weave_core.dispatch.sightings import seen_in_queue
-from weave_core.errors import Problem, ValidationError
-from weave_core.identity import Permission
+from weave_core.foundation.errors import Problem, ValidationError
+from weave_core.observability import tracing
 from weave_core.runtime.step import ClaimNext, complete_step
 from weave_http.body import read_json, validate_model
 from weave_http.disconnect import unless_disconnected

@@ -13,8 +13,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from weave_core.errors import Problem, ValidationError
-from weave_core.identity import Permission
+from weave_core.access.identity import Permission
+from weave_core.foundation.errors import Problem, ValidationError
 from weave_core.runtime import InstanceStatus, StartRequest, start_workflow
 from weave_core.runtime.admission import DEFAULT_OPERATION_TYPE
 from weave_core.runtime.history import MAX_HISTORY_PAGE

@@ -17,7 +17,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from weave_core.engine import Engine
-from weave_core.errors import NotFoundError
+from weave_core.foundation.errors import NotFoundError
 from weave_http.ui import pages_actions, pages_auth, pages_catalog, pages_instances
 from weave_http.ui.guard import error_page, guarded
 from weave_http.ui.render import STATIC_DIR

@@ -13,14 +13,14 @@ from urllib.parse import parse_qs
 
 from starlette.requests import Request
 
-from weave_core.errors import (
+from weave_core.foundation.errors import (
     BadRequestError,
     PayloadTooLargeError,
     Problem,
     UnsupportedMediaTypeError,
     ValidationError,
 )
-from weave_core.limits import Limits
+from weave_core.foundation.limits import Limits
 
 FORM_TYPE: Final = "application/x-www-form-urlencoded"
 MAX_FIELDS: Final = 64

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from markupsafe import Markup, escape
 
-from weave_core import exactjson
+from weave_core.foundation import exactjson
 
 NODE_W: Final = 220
 NODE_H: Final = 62

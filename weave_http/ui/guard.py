@@ -11,9 +11,9 @@ from collections.abc import Awaitable, Callable
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from weave_core.access.identity import Permission
 from weave_core.engine import Engine
-from weave_core.errors import AuthenticationError, WeaveError
-from weave_core.identity import Permission
+from weave_core.foundation.errors import AuthenticationError, WeaveError
 from weave_http.ui.messages import refusal
 from weave_http.ui.render import SECURITY_HEADERS, page
 from weave_http.ui.session import Session, clear_session_cookie, current_session

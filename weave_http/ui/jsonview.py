@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from weave_core import exactjson
-from weave_core.exactjson import JSON
+from weave_core.foundation import exactjson
+from weave_core.foundation.exactjson import JSON
 
 
 def pretty(value: JSON, indent: int = 2) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from weave_core.errors import WeaveError
+from weave_core.foundation.errors import WeaveError
 from weave_http.problems import status_for
 
 _ADVICE: Final = {

@@ -18,11 +18,11 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from weave_core import exactjson
+from weave_core.access.identity import Permission, authorize
 from weave_core.engine import Engine
-from weave_core.errors import InvalidJsonError, Problem, ValidationError
-from weave_core.exactjson import JSON
-from weave_core.identity import Permission, authorize
+from weave_core.foundation import exactjson
+from weave_core.foundation.errors import InvalidJsonError, Problem, ValidationError
+from weave_core.foundation.exactjson import JSON
 from weave_core.runtime.controls import (
     ConcludeRequest,
     ControlRequest,

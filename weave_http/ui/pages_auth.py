@@ -7,9 +7,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from weave_core.access.identity import authenticate
 from weave_core.engine import Engine
-from weave_core.errors import WeaveError
-from weave_core.identity import authenticate
+from weave_core.foundation.errors import WeaveError
 from weave_http.ui.forms import read_form
 from weave_http.ui.guard import redirect
 from weave_http.ui.messages import refusal

@@ -10,9 +10,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from weave_core.definition_store import count_definitions, get_definition, list_versions
+from weave_core.definitions.store import count_definitions, get_definition, list_versions
 from weave_core.engine import Engine
-from weave_core.errors import Problem, ValidationError
+from weave_core.foundation.errors import Problem, ValidationError
 from weave_http.ui.graph import render_graph
 from weave_http.ui.jsonview import pretty
 from weave_http.ui.queries import queues_of

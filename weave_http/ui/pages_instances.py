@@ -13,10 +13,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from weave_core.definition_store import get_definition
+from weave_core.access.identity import Permission
+from weave_core.definitions.store import get_definition
 from weave_core.engine import Engine
-from weave_core.errors import Problem, ValidationError
-from weave_core.identity import Permission
+from weave_core.foundation.errors import Problem, ValidationError
 from weave_core.runtime import InstanceStatus
 from weave_core.runtime.reads import ListFilter, describe_instance, list_instances, read_history
 from weave_http.routes.workflows import utc_time

@@ -13,11 +13,11 @@ from typing import Any, Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from weave_core.db import Database
 from weave_core.dispatch.queues import QueueState, QuotaState, get_quota
 from weave_core.dispatch.wakeup import hub_for
 from weave_core.runtime.instances import InstanceView, iso
-from weave_core.schema import weave_queues, weave_steps, weave_task_attempts, weave_waits
+from weave_core.storage.db import Database
+from weave_core.storage.schema import weave_queues, weave_steps, weave_task_attempts, weave_waits
 
 _CHUNK: Final = 500
 _TERMINAL: Final = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})

@@ -14,7 +14,7 @@ from typing import Any, Final
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from starlette.responses import HTMLResponse
 
-from weave_core.exactjson import JSON
+from weave_core.foundation.exactjson import JSON
 from weave_http.ui.jsonview import pretty
 
 HERE: Final = Path(__file__).parent

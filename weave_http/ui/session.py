@@ -21,9 +21,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from weave_core.access.identity import Permission, Principal, authenticate, authorize
 from weave_core.engine import Engine
-from weave_core.errors import AuthenticationError, WeaveError
-from weave_core.identity import Permission, Principal, authenticate, authorize
+from weave_core.foundation.errors import AuthenticationError, WeaveError
 
 SESSION_COOKIE: Final = "weave_ui_session"
 LOGIN_COOKIE: Final = "weave_ui_login"

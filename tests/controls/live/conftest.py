@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.conftest import create_mysql_database, drop_mysql_database
-from weave_core.migrate import upgrade
+from weave_core.storage.migrate import upgrade
 
 
 @pytest.fixture(scope="session")

@@ -5,11 +5,11 @@ and recover steps; every operation carries a stable operation id, the operator a
 reason, and commits with its transitions and audit. See docs/operators-guide.md.
 
 Modules: ``operations`` (the operation rows and replay), ``controls`` (pause, resume,
-cancel), ``stop`` (stopping an instance: cancel and FAIL_AFTER_SETTLED), ``review``
-(conclusions, resolve), ``recovery`` (re-running a step), ``accept`` (a reviewed result
-that continues the workflow), ``liveness`` (no operation leaves an instance unexplained),
-``views`` (what the instance
-view shows), ``errors`` (every refusal and its code).
+cancel), ``review`` (conclusions, resolve), ``recovery`` (re-running a step), ``accept``
+(a reviewed result that continues the workflow), ``liveness`` (no operation leaves an
+instance unexplained), ``views`` (what the instance view shows), ``errors`` (every refusal
+and its code). Stopping an instance, shared by cancel and the FAIL_AFTER_SETTLED policy of
+the consumer, is :mod:`weave_core.runtime.stopping`, below both.
 """
 
 from weave_core.runtime.controls._common import OperationOutcome
@@ -25,7 +25,6 @@ from weave_core.runtime.controls.review import (
     conclude,
     resolve,
 )
-from weave_core.runtime.controls.stop import stop_txn
 from weave_core.runtime.controls.views import control_view
 
 __all__ = [
@@ -48,5 +47,4 @@ __all__ = [
     "recover",
     "resolve",
     "resume",
-    "stop_txn",
 ]

@@ -17,12 +17,11 @@ from typing import Any
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from weave_core.dispatch.gates import set_gate_txn
 from weave_core.engine import Engine
-from weave_core.errors import NotFoundError
-from weave_core.exactjson import JSON
-from weave_core.faults import fault_point
-from weave_core.program import Program
+from weave_core.foundation.errors import NotFoundError
+from weave_core.foundation.exactjson import JSON
+from weave_core.foundation.faults import fault_point
+from weave_core.planning.program import Program
 from weave_core.runtime.admission import read_instance
 from weave_core.runtime.consumer import consume_task_results
 from weave_core.runtime.controls.errors import (
@@ -110,22 +109,6 @@ def check_control_version(li: LockedInstance, expected: int) -> None:
                      "control_version": li.control_version})
 
 
-def open_gate_txn(conn: Connection, li: LockedInstance, history: History, reason: str,
-                  now: datetime) -> None:
-    if not li.gate_open:
-        set_gate_txn(conn, li.gate_id, True, now=now)
-        li.gate_open = True
-        history.record("gate.opened", reason=reason)
-
-
-def close_gate_txn(conn: Connection, li: LockedInstance, history: History, reason: str,
-                   now: datetime) -> None:
-    if li.gate_open:
-        set_gate_txn(conn, li.gate_id, False, now=now)
-        li.gate_open = False
-        history.record("gate.closed", reason=reason)
-
-
 def continue_now_txn(conn: Connection, li: LockedInstance, reason: str, now: datetime) -> None:
     """Arm the ROOT pending row due now: any node continues from the records at once."""
     schedule_txn(conn, namespace=li.namespace, instance_id=li.instance_id,
@@ -200,10 +183,8 @@ __all__ = [
     "Applied",
     "OperationOutcome",
     "check_control_version",
-    "close_gate_txn",
     "continue_now_txn",
     "not_found",
-    "open_gate_txn",
     "refuse_terminal",
     "require_open_review",
     "run_operation",

@@ -36,19 +36,18 @@ from typing import Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from weave_core import exactjson
 from weave_core.engine import Engine
-from weave_core.errors import Problem
-from weave_core.exactjson import JSON
-from weave_core.exactschema import violations
-from weave_core.locks import lock_activation
-from weave_core.nodespec import Fact, FactKind, StepOutcome
-from weave_core.program import Program
-from weave_core.runtime.advance import advance_txn, set_status
+from weave_core.foundation import exactjson
+from weave_core.foundation.errors import Problem
+from weave_core.foundation.exactjson import JSON
+from weave_core.foundation.exactschema import violations
+from weave_core.planning.program import Program
+from weave_core.planning.snapshot import Phase
+from weave_core.plugins.nodespec import Fact, FactKind, StepOutcome
+from weave_core.runtime.advance import advance_txn
 from weave_core.runtime.controls._common import (
     Applied,
     OperationOutcome,
-    open_gate_txn,
     require_open_review,
     run_operation,
 )
@@ -76,8 +75,9 @@ from weave_core.runtime.controls.review import (
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import ActivationState, InstanceStatus
 from weave_core.runtime.snapshot import LockedInstance
-from weave_core.schema import weave_activations
-from weave_core.snapshot import Phase
+from weave_core.runtime.status import open_gate_txn, set_status
+from weave_core.storage.locks import lock_activation
+from weave_core.storage.schema import weave_activations
 
 ACCEPTED_REASON: Final = "result_accepted"
 """The reason a step and its activation carry when their result is a reviewed one."""

@@ -14,7 +14,7 @@ actor) and a reason, and commits state, transitions, audit and the operation row
   whose reason closed it) and arms a ROOT advance due now, which works through the
   backlog within quota and budget.
 - **cancel** persists the cancel intent (the operation row), goes ``CANCELLING`` and stops
-  the instance (:mod:`~weave_core.runtime.controls.stop`); ``CANCELLED`` only once every
+  the instance (:mod:`~weave_core.runtime.stopping`); ``CANCELLED`` only once every
   started step settled. Cancelled never means a business effect was undone.
 """
 
@@ -26,15 +26,12 @@ from datetime import datetime
 from sqlalchemy.engine import Connection
 
 from weave_core.engine import Engine
-from weave_core.program import Program
-from weave_core.runtime.advance import set_status
+from weave_core.planning.program import Program
 from weave_core.runtime.controls._common import (
     Applied,
     OperationOutcome,
     check_control_version,
-    close_gate_txn,
     continue_now_txn,
-    open_gate_txn,
     refuse_terminal,
     run_operation,
 )
@@ -44,10 +41,11 @@ from weave_core.runtime.controls.errors import (
     NotPausedError,
 )
 from weave_core.runtime.controls.operations import OperationKind, check_common, request_hash
-from weave_core.runtime.controls.stop import stop_txn
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import MOVING, InstanceStatus, ReviewReason
 from weave_core.runtime.snapshot import LockedInstance
+from weave_core.runtime.status import close_gate_txn, open_gate_txn, set_status
+from weave_core.runtime.stopping import stop_txn
 from weave_core.runtime.waits import resume_waits_txn
 
 CANCEL_REASON = "cancel_requested"

@@ -1,13 +1,14 @@
 """The refusals of controls, review and recovery, each with a stable code (409 unless noted).
 
-Every class is a leaf of the one error tree (``weave_core.errors``); the HTTP status comes
+Every class is a leaf of the one error tree (``weave_core.foundation.errors``); the HTTP
+status comes
 from its base class in ``weave_http.problems``. Codes are a public contract
 (docs/operators-guide.md lists every one).
 """
 
 from __future__ import annotations
 
-from weave_core.errors import ConflictError, NotFoundError, ValidationError
+from weave_core.foundation.errors import ConflictError, NotFoundError, ValidationError
 
 
 class ControlVersionConflictError(ConflictError):

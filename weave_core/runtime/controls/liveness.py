@@ -19,12 +19,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from weave_core.dispatch.model import UNSETTLED, InboxState, TaskStatus
-from weave_core.program import Program
+from weave_core.planning.program import Program
+from weave_core.planning.snapshot import Phase
 from weave_core.runtime.controls.errors import NoActiveWorkError
 from weave_core.runtime.instances import MOVING, InstanceStatus, ReviewReason
 from weave_core.runtime.snapshot import LockedInstance
-from weave_core.schema import weave_activations, weave_inbox, weave_tasks, weave_waits
-from weave_core.snapshot import Phase
+from weave_core.storage.schema import weave_activations, weave_inbox, weave_tasks, weave_waits
 
 
 def _live(conn: Connection, namespace: str, activation_id: str) -> bool:

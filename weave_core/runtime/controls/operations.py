@@ -23,12 +23,12 @@ from typing import Any, Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from weave_core import exactjson
-from weave_core.errors import Problem, ValidationError
-from weave_core.exactjson import JSON
+from weave_core.foundation import exactjson
+from weave_core.foundation.errors import Problem, ValidationError
+from weave_core.foundation.exactjson import JSON
 from weave_core.runtime.controls.errors import OperationConflictError
 from weave_core.runtime.instances import iso, load_json
-from weave_core.schema import weave_operations
+from weave_core.storage.schema import weave_operations
 
 OPERATION_ID_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:\-]{0,63}")
 MAX_REASON: Final = 1024

@@ -46,11 +46,13 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from weave_core import exactjson
 from weave_core.engine import Engine
-from weave_core.exactjson import JSON
-from weave_core.locks import lock_activation
-from weave_core.nodespec import (
+from weave_core.foundation import exactjson
+from weave_core.foundation.exactjson import JSON
+from weave_core.planning.plan import command_to_json
+from weave_core.planning.program import Program
+from weave_core.planning.snapshot import Phase
+from weave_core.plugins.nodespec import (
     Command,
     PollCommand,
     RetryPolicy,
@@ -59,14 +61,11 @@ from weave_core.nodespec import (
     TimerCommand,
     WaitSignalCommand,
 )
-from weave_core.plan import command_to_json
-from weave_core.program import Program
-from weave_core.runtime.advance import activate_txn, set_status
+from weave_core.runtime.activation import activate_txn
 from weave_core.runtime.controls._common import (
     Applied,
     OperationOutcome,
     continue_now_txn,
-    open_gate_txn,
     require_open_review,
     run_operation,
 )
@@ -95,8 +94,9 @@ from weave_core.runtime.controls.review import (
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import InstanceStatus, ReviewReason, load_json
 from weave_core.runtime.snapshot import LockedInstance
-from weave_core.schema import weave_activations, weave_tasks
-from weave_core.snapshot import Phase
+from weave_core.runtime.status import open_gate_txn, set_status
+from weave_core.storage.locks import lock_activation
+from weave_core.storage.schema import weave_activations, weave_tasks
 
 CONTRACT_REASON = "output_contract_violated"
 

@@ -36,16 +36,14 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from weave_core.engine import Engine
-from weave_core.errors import Problem, ValidationError
-from weave_core.exactjson import JSON
-from weave_core.program import Program
-from weave_core.runtime.advance import set_status
+from weave_core.foundation.errors import Problem, ValidationError
+from weave_core.foundation.exactjson import JSON
+from weave_core.planning.program import Program
+from weave_core.planning.snapshot import Phase
 from weave_core.runtime.controls._common import (
     Applied,
     OperationOutcome,
-    close_gate_txn,
     continue_now_txn,
-    open_gate_txn,
     refuse_terminal,
     run_operation,
 )
@@ -70,8 +68,8 @@ from weave_core.runtime.history import History
 from weave_core.runtime.instances import InstanceStatus, load_json
 from weave_core.runtime.pending import close_all_txn
 from weave_core.runtime.snapshot import LockedInstance, StepRecord
-from weave_core.schema import weave_operations
-from weave_core.snapshot import Phase
+from weave_core.runtime.status import close_gate_txn, open_gate_txn, set_status
+from weave_core.storage.schema import weave_operations
 
 
 class Conclusion(StrEnum):

@@ -9,10 +9,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from weave_core.planning.snapshot import Phase
 from weave_core.runtime.controls.operations import OperationKind, operations_of
 from weave_core.runtime.controls.review import BLOCKING
-from weave_core.schema import weave_activations, weave_steps, weave_tasks
-from weave_core.snapshot import Phase
+from weave_core.storage.schema import weave_activations, weave_steps, weave_tasks
 
 
 def control_view(conn: Connection, namespace: str, instance_id: str,

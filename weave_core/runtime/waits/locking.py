@@ -1,7 +1,7 @@
-"""The waits' locking reads live in :mod:`weave_core.locks` (the one module that issues
+"""The waits' locking reads live in :mod:`weave_core.storage.locks` (the one module that issues
 locking reads); re-exported here for the waits package."""
 
-from weave_core.locks import (
+from weave_core.storage.locks import (
     lock_bound_signals,
     lock_matching_signal,
     lock_open_waits,

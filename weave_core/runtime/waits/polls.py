@@ -23,32 +23,23 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from decimal import Decimal
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
-from weave_core import exactjson
-from weave_core.db import savepoint
 from weave_core.dispatch.errors import QueueFullError, QuotaExceededError
-from weave_core.dispatch.model import EVENT_BY_STATUS, TaskSpec, TaskStatus
-from weave_core.dispatch.tasks import create_task_txn
+from weave_core.dispatch.model import EVENT_BY_STATUS, TaskStatus
 from weave_core.engine import Engine
-from weave_core.exactjson import JSON
-from weave_core.locks import lock_activation
-from weave_core.nodespec import (
+from weave_core.foundation import exactjson
+from weave_core.foundation.exactjson import JSON
+from weave_core.planning.program import Program
+from weave_core.plugins.nodespec import (
     Fact,
     FactKind,
-    PollCommand,
-    RetryPolicy,
     StepOutcome,
     StepResult,
-    TaskCommand,
-    Timeouts,
 )
-from weave_core.program import Program
-from weave_core.runtime.frozen import instance_limits, task_spec
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import MOVING, InstanceStatus, iso, load_json
 from weave_core.runtime.pending import (
@@ -59,113 +50,30 @@ from weave_core.runtime.pending import (
     schedule_txn,
 )
 from weave_core.runtime.snapshot import LockedInstance
-from weave_core.runtime.waits.locking import lock_matching_signal, lock_poll_round, lock_wait
-from weave_core.runtime.waits.records import (
+from weave_core.runtime.status import set_status
+from weave_core.runtime.wait_opening import start_round_txn, task_command_from_json
+from weave_core.runtime.wait_records import (
+    ROUND_LATE,
+    ROUND_RUNNING,
+    ROUND_SETTLED,
     LoserClass,
-    WaitKind,
     WaitState,
     Winner,
     bump_wait_txn,
     finish_wait_rows_txn,
-    insert_wait_txn,
     is_current,
     record_loser,
-    settle_step_txn,
     settle_wait_txn,
 )
-from weave_core.schema import weave_activations, weave_inbox, weave_poll_rounds
+from weave_core.runtime.waits.locking import lock_matching_signal, lock_poll_round, lock_wait
+from weave_core.runtime.waits.settling import settle_step_txn
+from weave_core.runtime.waits.signal_waits import consume_signal_txn, lose_bound_txn
+from weave_core.storage.db import savepoint
+from weave_core.storage.locks import lock_activation
+from weave_core.storage.schema import weave_activations, weave_inbox, weave_poll_rounds
 
-ROUND_RUNNING = "RUNNING"
-ROUND_SETTLED = "SETTLED"
-ROUND_LATE = "LATE"
-"""Collected after its wait ended or after the deadline: evidence only."""
 DEADLINE_RECHECK = timedelta(seconds=1)
 POLL_REASON = "poll_round"
-
-
-def task_command_from_json(body: Any) -> TaskCommand:
-    """The round's query task from the activation's frozen ``PollCommand`` JSON."""
-    retry = body.get("retry") or {}
-    timeouts = body.get("timeouts") or {}
-    return TaskCommand(
-        queue=body["queue"], handler=body["handler"], handler_version=body["handler_version"],
-        idempotent=bool(body["idempotent"]), input=body["input"],
-        retry=RetryPolicy(
-            max_attempts=int(retry.get("max_attempts", 1)),
-            backoff_seconds=Decimal(retry.get("backoff_seconds", 1)),
-            backoff_multiplier=Decimal(retry.get("backoff_multiplier", 2)),
-            max_backoff_seconds=Decimal(retry.get("max_backoff_seconds", 300)),
-        ),
-        timeouts=Timeouts(timeouts.get("schedule_to_start"), timeouts.get("start_to_close"),
-                          timeouts.get("heartbeat")),
-        trace_key=body.get("trace_key"), resource_key=body.get("resource_key"),
-    )
-
-
-def _start_round(conn: Connection, engine: Engine, li: LockedInstance, *, activation_id: str,
-                 task: TaskCommand, round_no: int, deadline_at: datetime, now: datetime
-                 ) -> str:
-    """Create round ``round_no`` and its one task (the caller holds the chain)."""
-    spec = task_spec(conn, engine.limits, li.config_hash, TaskSpec.from_command(
-        task, owner_id=activation_id, gate_id=li.gate_id, deadline_at=deadline_at))
-    task_id = create_task_txn(conn, namespace=li.namespace, spec=spec, now=now,
-                              limits=instance_limits(conn, engine.limits, li.config_hash),
-                              gate_open=li.gate_open)
-    conn.execute(sa.insert(weave_poll_rounds), dict(
-        namespace=li.namespace, instance_id=li.instance_id, activation_id=activation_id,
-        round=round_no, task_id=task_id, state=ROUND_RUNNING, status=None, result=None,
-        inbox_id=None, result_accepted_at=None, classification=None, created_at=now,
-        settled_at=None,
-    ))
-    a = weave_activations
-    conn.execute(sa.update(a).where(a.c.activation_id == activation_id)
-                 .values(task_id=task_id, poll_round=round_no, result_revision=None,
-                         updated_at=now))  # a revision counts within its own round's task
-    return task_id
-
-
-def open_poll_txn(conn: Connection, engine: Engine, li: LockedInstance, *, step_id: str,
-                  activation_id: str, command: PollCommand, now: datetime,
-                  kept: tuple[datetime | None, int] | None = None) -> dict[str, JSON]:
-    """Open the poll's wait, its first round and task, and arm the deadline (in the
-    caller's savepoint: a full queue rolls all of it back).
-
-    ``kept``: the deadline and round number of the step's previous activation (a recovery):
-    the deadline is never extended and the round number is kept; past the deadline no
-    round is created and the deadline row, due now, sends the step back to review.
-    """
-    from weave_core.runtime.waits.signals import early_signal_txn
-
-    deadline = min(now + timedelta(seconds=command.deadline_seconds), li.deadline_at)
-    round_no = 1
-    if kept is not None:
-        if kept[0] is not None:
-            deadline = min(deadline, kept[0])
-        round_no = max(1, kept[1])
-    receipt = command.receipt
-    insert_wait_txn(
-        conn, li, activation_id=activation_id, step_id=step_id, kind=WaitKind.POLL, now=now,
-        signal_name=None if receipt is None else receipt.name,
-        correlation_key=None if receipt is None else receipt.correlation_key,
-        param_version=None if receipt is None else receipt.param_version,
-        deadline_at=deadline, max_rounds=command.max_rounds,
-        interval_seconds=command.interval_seconds, current_round=round_no,
-    )
-    task_id = None
-    if deadline > now:
-        task_id = _start_round(conn, engine, li, activation_id=activation_id,
-                               task=command.task, round_no=round_no, deadline_at=deadline,
-                               now=now)
-    schedule_txn(conn, namespace=li.namespace, instance_id=li.instance_id,
-                 kind=PendingKind.TIMER, ref=activation_id, due_at=deadline,
-                 reason=PendingReason.DEADLINE.value, root_version=li.root_version,
-                 root_identity=li.root_identity, now=now)
-    if receipt is not None:
-        early_signal_txn(conn, li, activation_id=activation_id, name=receipt.name,
-                         correlation_key=receipt.correlation_key,
-                         param_version=receipt.param_version, now=now)
-    return {"task_id": task_id, "queue": command.task.queue, "poll_round": round_no,
-            "deadline_at": iso(deadline)}
 
 
 def _blocked(li: LockedInstance) -> str | None:
@@ -190,8 +98,6 @@ def _rearm(conn: Connection, li: LockedInstance, activation_id: str, reason: str
 def poll_due_txn(conn: Connection, engine: Engine, li: LockedInstance, history: History,
                  program: Program, activation_id: str, now: datetime) -> None:
     """A ``POLL`` pending row is due: start the next round if everything allows it."""
-    from weave_core.runtime.advance import set_status
-
     act = lock_activation(conn, activation_id)
     wait = lock_wait(conn, activation_id)
     if wait is None or wait.state != WaitState.OPEN.value or not is_current(li, act, wait):
@@ -215,7 +121,7 @@ def poll_due_txn(conn: Connection, engine: Engine, li: LockedInstance, history: 
     round_no = int(wait.current_round) + 1
     try:
         with savepoint(conn):
-            task_id = _start_round(conn, engine, li, activation_id=activation_id,
+            task_id = start_round_txn(conn, engine, li, activation_id=activation_id,
                                    task=task_command_from_json(command["task"]),
                                    round_no=round_no, deadline_at=wait.deadline_at, now=now)
             bump_wait_txn(conn, wait, now=now, current_round=round_no, next_round_at=None)
@@ -253,8 +159,6 @@ def apply_round_result_txn(
 ) -> str:
     """Consume one round's frozen result (the consumer verified identities and the current
     activation); returns the stable reason it records."""
-    from weave_core.runtime.advance import set_status
-
     wait = lock_wait(conn, act.activation_id)
     rnd = lock_poll_round(conn, row.source_task_id)
     accepted_at = row.created_at
@@ -341,8 +245,6 @@ def apply_round_result_txn(
     settle_step_txn(conn, engine, li, history, program, act, result, now=now,
                     fact_at=accepted_at, details=details,
                     result_revision=int(row.source_revision))
-    from weave_core.runtime.waits.signals import lose_bound_txn
-
     lose_bound_txn(conn, history, wait, LoserClass.WAIT_ALREADY_SETTLED, now)
     return result.reason or result.outcome.value
 
@@ -350,8 +252,6 @@ def apply_round_result_txn(
 def _exhaust(conn: Connection, engine: Engine, li: LockedInstance, history: History,
              program: Program, act: Row[Any], wait: Row[Any], now: datetime,
              fact_at: datetime, details: dict[str, JSON], result_revision: int | None) -> str:
-    from weave_core.runtime.waits.signals import lose_bound_txn
-
     finish_wait_rows_txn(conn, li.instance_id, act.activation_id, now)
     result = program.interpret(act.step_id, Fact(FactKind.TIMEOUT))
     settle_step_txn(conn, engine, li, history, program, act, result, now=now, fact_at=fact_at,
@@ -375,8 +275,6 @@ def poll_deadline_txn(conn: Connection, engine: Engine, li: LockedInstance, hist
                       program: Program, act: Row[Any], wait: Row[Any], now: datetime) -> None:
     """The poll deadline is due: an on-time receipt or round result still wins; otherwise
     review with the last known result (``poll_exhausted``)."""
-    from weave_core.runtime.waits.signals import consume_signal_txn
-
     if act.task_id is not None and _result_waiting(conn, act, wait.deadline_at):
         # Accepted in time, not yet consumed: let the consumer decide first.
         schedule_txn(conn, namespace=li.namespace, instance_id=li.instance_id,
@@ -413,8 +311,6 @@ __all__ = [
     "ROUND_SETTLED",
     "apply_round_result_txn",
     "note_round_evidence_txn",
-    "open_poll_txn",
     "poll_deadline_txn",
     "poll_due_txn",
-    "task_command_from_json",
 ]

@@ -20,16 +20,15 @@ from sqlalchemy.engine import Connection
 
 from weave_core.dispatch.tasks import cancel_task_txn
 from weave_core.engine import Engine
-from weave_core.locks import lock_activation
-from weave_core.nodespec import StepOutcome, StepResult
-from weave_core.program import Program
+from weave_core.planning.program import Program
+from weave_core.planning.snapshot import Phase
+from weave_core.plugins.nodespec import StepOutcome, StepResult
 from weave_core.runtime.frozen import instance_limits
 from weave_core.runtime.history import History
 from weave_core.runtime.pending import PendingKind, schedule_txn
 from weave_core.runtime.snapshot import LockedInstance
-from weave_core.runtime.waits.locking import lock_open_waits
-from weave_core.runtime.waits.polls import POLL_REASON, ROUND_RUNNING
-from weave_core.runtime.waits.records import (
+from weave_core.runtime.wait_records import (
+    ROUND_RUNNING,
     LoserClass,
     WaitKind,
     WaitState,
@@ -37,8 +36,11 @@ from weave_core.runtime.waits.records import (
     finish_wait_rows_txn,
     settle_wait_txn,
 )
-from weave_core.schema import weave_activations, weave_poll_rounds
-from weave_core.snapshot import Phase
+from weave_core.runtime.waits.locking import lock_open_waits
+from weave_core.runtime.waits.polls import POLL_REASON
+from weave_core.runtime.waits.signal_waits import lose_bound_txn
+from weave_core.storage.locks import lock_activation
+from weave_core.storage.schema import weave_activations, weave_poll_rounds
 
 CANCELLED_REASON = "cancelled"
 
@@ -55,8 +57,6 @@ def cancel_waits_txn(conn: Connection, engine: Engine, li: LockedInstance, histo
                      ) -> int:
     """Cancel every OPEN wait of the instance (the caller holds the chain and decides the
     instance status, e.g. CANCELLING); return how many waits this call ended."""
-    from weave_core.runtime.waits.signals import lose_bound_txn
-
     ended = 0
     for wait in lock_open_waits(conn, li.instance_id):
         act = lock_activation(conn, wait.activation_id)

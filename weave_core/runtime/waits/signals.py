@@ -1,4 +1,4 @@
-"""Signals (R-7.1 to R-7.3): accept, store, match, consume, limit and expire.
+"""Signals (R-7.1 to R-7.3): accepted, stored, matched and limited; a due ``SIGNAL`` row.
 
 Acceptance (:func:`accept_signal`, one transaction): identity (shared) → instance lock →
 the idempotency check on ``(namespace, signal_id)`` → limits → the signal row → when an
@@ -19,8 +19,8 @@ Matching rules:
 Limits: ``max_unmatched_signals`` ACCEPTED signals per instance (429
 ``signal_backlog_full``), the payload at most ``max_value_bytes`` (413
 ``signal_payload_too_large``), ``signal_retention_seconds`` before an unconsumed signal
-expires (:func:`expire_signals`: state ``EXPIRED``, a transition and an audit row each; a
-signal bound to an OPEN wait is still valid and is never expired).
+expires (:mod:`~weave_core.runtime.waits.signal_expiry`: state ``EXPIRED``, a transition
+and an audit row each; a signal bound to an OPEN wait is still valid and is never expired).
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 from sqlalchemy.exc import IntegrityError
 
-from weave_core import exactjson
 from weave_core.engine import Engine
-from weave_core.errors import (
+from weave_core.foundation import exactjson
+from weave_core.foundation.errors import (
     ConflictError,
     LimitExceededError,
     NotFoundError,
@@ -44,47 +44,34 @@ from weave_core.errors import (
     Problem,
     ValidationError,
 )
-from weave_core.exactjson import JSON
-from weave_core.faults import fault_point
-from weave_core.locks import lock_instance, lock_namespace_shared
-from weave_core.nodespec import Fact, FactKind
-from weave_core.program import Program
+from weave_core.foundation.exactjson import JSON
+from weave_core.foundation.faults import fault_point
+from weave_core.planning.program import Program
 from weave_core.runtime.frozen import instance_limits
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import TERMINAL, InstanceStatus, iso, load_json, new_operation_id
 from weave_core.runtime.pending import PendingKind, schedule_txn
 from weave_core.runtime.snapshot import LockedInstance
+from weave_core.runtime.wait_records import (
+    SIGNAL_REASON,
+    LoserClass,
+    SignalState,
+    WaitState,
+    is_current,
+)
 from weave_core.runtime.waits.declared import require_declared_txn
 from weave_core.runtime.waits.locking import (
-    lock_bound_signals,
     lock_matching_signal,
-    lock_signal,
     lock_wait,
 )
-from weave_core.runtime.waits.records import (
-    LoserClass,
-    WaitKind,
-    WaitState,
-    Winner,
-    finish_wait_rows_txn,
-    is_current,
-    record_loser,
-    settle_step_txn,
-    settle_wait_txn,
-)
-from weave_core.schema import weave_instances, weave_signals, weave_waits
+from weave_core.runtime.waits.signal_waits import consume_signal_txn, lose_bound_txn
+from weave_core.runtime.waits.timers import timeout_txn
+from weave_core.storage.locks import lock_activation, lock_instance, lock_namespace_shared
+from weave_core.storage.schema import weave_instances, weave_signals, weave_waits
 
 MAX_EVIDENCE_ITEMS: Final = 32
 MAX_CORRELATION_KEY: Final = 256
 _SIGNAL_ID_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}")
-SIGNAL_REASON: Final = "signal"
-
-
-class SignalState:
-    ACCEPTED = "ACCEPTED"
-    CONSUMED = "CONSUMED"
-    LOST = "LOST"
-    EXPIRED = "EXPIRED"
 
 
 class SignalConflictError(ConflictError):
@@ -327,58 +314,9 @@ def accept_signal(engine: Engine, namespace: str, instance_id: str, request: Sig
 # --- consumption (inside the pending-advance transaction) -----------------------------
 
 
-def lose_bound_txn(conn: Connection, history: History, wait: Row[Any],
-                   classification: LoserClass, now: datetime) -> int:
-    """Signals bound to a wait that ended otherwise: LOST, each recorded; none advances."""
-    lost = 0
-    bound = lock_bound_signals(conn, wait.instance_id, wait.activation_id)
-    if bound:
-        wait = lock_wait(conn, wait.activation_id) or wait  # its winner, for the record
-    for sig in bound:
-        s = weave_signals
-        conn.execute(sa.update(s).where(s.c.id == sig.id, s.c.version == int(sig.version))
-                     .values(state=SignalState.LOST, version=int(sig.version) + 1,
-                             settled_at=now, reason=classification.value))
-        record_loser(history, wait, "signal", classification,
-                     details={"signal_id": sig.signal_id, "accepted_at": iso(sig.accepted_at)})
-        lost += 1
-    return lost
-
-
-def consume_signal_txn(conn: Connection, engine: Engine, li: LockedInstance, history: History,
-                       program: Program, act: Row[Any], wait: Row[Any], sig: Row[Any],
-                       now: datetime) -> bool:
-    """The signal wins the wait (version-checked); the step settles with its payload."""
-    winner = Winner.RECEIPT if wait.kind == WaitKind.POLL.value else Winner.SIGNAL
-    if not settle_wait_txn(conn, wait, WaitState.SATISFIED, winner, now=now,
-                           winner_ref=sig.signal_id):
-        return False
-    s = weave_signals
-    conn.execute(sa.update(s).where(s.c.id == sig.id, s.c.version == int(sig.version))
-                 .values(state=SignalState.CONSUMED, version=int(sig.version) + 1,
-                         consumed_by_activation_id=wait.activation_id, settled_at=now))
-    finish_wait_rows_txn(conn, wait.instance_id, wait.activation_id, now)
-    payload = load_json(sig.payload)
-    source = "receipt" if winner is Winner.RECEIPT else "task"
-    result = program.interpret(wait.step_id, Fact(FactKind.SIGNAL, payload=payload,
-                                                   source=source))
-    history.record("signal.consumed", step_id=wait.step_id, activation_id=wait.activation_id,
-                   from_state=SignalState.ACCEPTED, to_state=SignalState.CONSUMED,
-                   details={"signal_id": sig.signal_id, "accepted_at": iso(sig.accepted_at),
-                            "deadline_at": iso(wait.deadline_at), "winner": winner.value})
-    settle_step_txn(conn, engine, li, history, program, act, result, now=now,
-                    fact_at=sig.accepted_at,
-                    details={"fact": winner.value, "signal_id": sig.signal_id})
-    lose_bound_txn(conn, history, wait, LoserClass.WAIT_ALREADY_SETTLED, now)
-    return True
-
-
 def signal_due_txn(conn: Connection, engine: Engine, li: LockedInstance, history: History,
                    program: Program, activation_id: str, now: datetime) -> None:
     """A ``SIGNAL`` pending row is due: let the wait consume its signal, or record losers."""
-    from weave_core.locks import lock_activation
-    from weave_core.runtime.waits.timers import timeout_txn
-
     act = lock_activation(conn, activation_id)
     wait = lock_wait(conn, activation_id)
     if wait is None or wait.signal_name is None:
@@ -409,104 +347,6 @@ def signal_due_txn(conn: Connection, engine: Engine, li: LockedInstance, history
     consume_signal_txn(conn, engine, li, history, program, act, wait, sig, now)
 
 
-def early_signal_txn(conn: Connection, li: LockedInstance, *, activation_id: str,
-                     name: str, correlation_key: str, param_version: str,
-                     now: datetime) -> bool:
-    """A wait just opened: if a matching signal is already stored, make it due now."""
-    s = weave_signals
-    found = conn.execute(
-        sa.select(s.c.id)
-        .where(s.c.instance_id == li.instance_id, s.c.state == SignalState.ACCEPTED,
-               s.c.name == name, s.c.correlation_key == correlation_key,
-               s.c.param_version == param_version, s.c.target_activation_id.is_(None))
-        .limit(1)
-    ).first()
-    if found is None:
-        return False
-    schedule_txn(conn, namespace=li.namespace, instance_id=li.instance_id,
-                 kind=PendingKind.SIGNAL, ref=activation_id, due_at=now,
-                 reason=SIGNAL_REASON, root_version=li.root_version,
-                 root_identity=li.root_identity, now=now)
-    return True
-
-
-# --- expiry (R-7.3) -------------------------------------------------------------------
-
-
-@dataclass
-class ExpiryReport:
-    expired: int = 0
-    kept: int = 0
-    """Past retention but bound to an OPEN wait: still valid, never dropped."""
-
-
-def _expire_one(conn: Connection, engine: Engine, row_id: int, report: ExpiryReport) -> None:
-    s = weave_signals
-    peek = conn.execute(sa.select(s.c.namespace, s.c.instance_id, s.c.target_activation_id)
-                        .where(s.c.id == row_id)).one_or_none()
-    if peek is None or lock_namespace_shared(conn, peek.namespace) is None:
-        return
-    inst = lock_instance(conn, peek.instance_id)
-    # records level: the wait record before the signal (the order of this package)
-    wait = None if peek.target_activation_id is None else lock_wait(
-        conn, peek.target_activation_id)
-    sig = lock_signal(conn, row_id)
-    now = engine.db.now(conn)
-    if sig is None or sig.state != SignalState.ACCEPTED or sig.expires_at > now:
-        return
-    if sig.target_activation_id is not None:
-        if wait is not None and wait.state == WaitState.OPEN.value:
-            # Still valid for an open wait: keep it and look again after a retention period.
-            conn.execute(sa.update(s).where(s.c.id == row_id).values(
-                expires_at=now + timedelta(seconds=instance_limits(
-                    conn, engine.limits, None if inst is None else inst.config_hash
-                ).signal_retention_seconds),
-                version=int(sig.version) + 1))
-            report.kept += 1
-            return
-    conn.execute(sa.update(s).where(s.c.id == row_id, s.c.version == int(sig.version))
-                 .values(state=SignalState.EXPIRED, version=int(sig.version) + 1,
-                         settled_at=now, reason="retention_expired"))
-    report.expired += 1
-    if inst is None:
-        return
-    history = History(peek.namespace, peek.instance_id, int(inst.revision), new_operation_id(),
-                      now)
-    history.record("signal.expired", from_state=SignalState.ACCEPTED,
-                   to_state=SignalState.EXPIRED, reason="retention_expired",
-                   details={"signal_id": sig.signal_id, "accepted_at": iso(sig.accepted_at),
-                            "expires_at": iso(sig.expires_at)})
-    history.write(conn, actor=engine.actor, action="workflow.signal.expired",
-                  metadata={"signal_id": sig.signal_id, "node": engine.node_id,
-                            "reason": "retention_expired"})
-    i = weave_instances
-    conn.execute(sa.update(i).where(i.c.instance_id == peek.instance_id)
-                 .values(revision=history.revision, updated_at=now))
-
-
-def due_expiries(conn: Connection, engine: Engine, limit: int) -> list[int]:
-    """ACCEPTED signals past retention, oldest first (``ix_weave_signals_expiry``)."""
-    s = weave_signals
-    now = engine.db.now(conn)
-    return [int(x) for x in conn.execute(
-        sa.select(s.c.id).where(s.c.state == SignalState.ACCEPTED, s.c.expires_at <= now)
-        .order_by(s.c.expires_at, s.c.id).limit(limit)
-    ).scalars()]
-
-
-def expire_signals(engine: Engine, *, limit: int = 100) -> ExpiryReport:
-    """Expire up to ``limit`` signals past retention, one transaction each (the tick)."""
-    report = ExpiryReport()
-    ids = engine.db.read(lambda conn: due_expiries(conn, engine, limit), name="signal_expiry")
-    for row_id in ids:
-
-        def _one(conn: Connection, row_id: int = row_id) -> None:
-            _expire_one(conn, engine, row_id, report)
-
-        engine.db.transaction(_one, name="expire_signal")
-    return report
-
-
 # --- reads ----------------------------------------------------------------------------
 
 
@@ -521,7 +361,6 @@ def list_signals(conn: Connection, namespace: str, instance_id: str) -> list[dic
 
 __all__ = [
     "Acceptance",
-    "ExpiryReport",
     "SignalBacklogFullError",
     "SignalConflictError",
     "SignalPayloadTooLargeError",
@@ -530,10 +369,6 @@ __all__ = [
     "SignalView",
     "WorkflowSettledError",
     "accept_signal",
-    "consume_signal_txn",
-    "early_signal_txn",
-    "expire_signals",
     "list_signals",
-    "lose_bound_txn",
     "signal_due_txn",
 ]

@@ -22,14 +22,12 @@ from typing import Any
 from sqlalchemy.engine import Connection, Row
 
 from weave_core.engine import Engine
-from weave_core.locks import lock_activation
-from weave_core.nodespec import Fact, FactKind
-from weave_core.program import Program
+from weave_core.planning.program import Program
+from weave_core.plugins.nodespec import Fact, FactKind
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import iso
 from weave_core.runtime.snapshot import LockedInstance
-from weave_core.runtime.waits.locking import lock_matching_signal, lock_wait
-from weave_core.runtime.waits.records import (
+from weave_core.runtime.wait_records import (
     LoserClass,
     WaitKind,
     WaitState,
@@ -37,16 +35,18 @@ from weave_core.runtime.waits.records import (
     finish_wait_rows_txn,
     is_current,
     record_loser,
-    settle_step_txn,
     settle_wait_txn,
 )
+from weave_core.runtime.waits.locking import lock_matching_signal, lock_wait
+from weave_core.runtime.waits.polls import poll_deadline_txn
+from weave_core.runtime.waits.settling import settle_step_txn
+from weave_core.runtime.waits.signal_waits import consume_signal_txn, lose_bound_txn
+from weave_core.storage.locks import lock_activation
 
 
 def timeout_txn(conn: Connection, engine: Engine, li: LockedInstance, history: History,
                 program: Program, act: Row[Any], wait: Row[Any], now: datetime) -> bool:
     """The signal wait's timeout wins (no on-time signal): TIMED_OUT, step by ``interpret``."""
-    from weave_core.runtime.waits.signals import lose_bound_txn
-
     if not settle_wait_txn(conn, wait, WaitState.TIMED_OUT, Winner.TIMEOUT, now=now,
                            reason="signal_timed_out"):
         return False
@@ -65,9 +65,6 @@ def timer_due_txn(conn: Connection, engine: Engine, li: LockedInstance, history:
                   program: Program, activation_id: str, now: datetime) -> bool:
     """A ``TIMER`` pending row is due (see the module docstring); False when the
     activation has no wait record (the kernel's own timer handling applies)."""
-    from weave_core.runtime.waits.polls import poll_deadline_txn
-    from weave_core.runtime.waits.signals import consume_signal_txn
-
     act = lock_activation(conn, activation_id)
     wait = lock_wait(conn, activation_id)
     if wait is None:

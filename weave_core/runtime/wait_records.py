@@ -1,4 +1,4 @@
-"""Wait records: their vocabulary, the version-checked race, and settling a waiting step.
+"""Wait records: their vocabulary, and the version-checked race that ends a wait.
 
 Every fact that may end a wait (a signal, a timer, a timeout, a cancel, a poll receipt, a
 poll result, the poll deadline) ends it through :func:`settle_wait_txn`: one UPDATE keyed on
@@ -12,23 +12,34 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
-from weave_core import exactjson
-from weave_core.engine import Engine
-from weave_core.exactjson import JSON
-from weave_core.nodespec import StepOutcome, StepResult
-from weave_core.program import Program
+from weave_core.foundation import exactjson
+from weave_core.foundation.exactjson import JSON
+from weave_core.planning.snapshot import Phase
 from weave_core.runtime.history import History
-from weave_core.runtime.instances import PHASE_OF_OUTCOME, InstanceStatus
 from weave_core.runtime.pending import WAIT_KINDS, PendingState
 from weave_core.runtime.snapshot import LockedInstance
-from weave_core.schema import weave_activations, weave_pending_advances, weave_waits
-from weave_core.snapshot import Phase
-from weave_core.statements import update_keyed
+from weave_core.storage.schema import weave_pending_advances, weave_waits
+from weave_core.storage.statements import update_keyed
+
+SIGNAL_REASON: Final = "signal"
+
+# The states of a poll round (``weave_poll_rounds.state``).
+ROUND_RUNNING: Final = "RUNNING"
+ROUND_SETTLED: Final = "SETTLED"
+ROUND_LATE: Final = "LATE"
+"""Collected after its wait ended or after the deadline: evidence only."""
+
+
+class SignalState:
+    ACCEPTED = "ACCEPTED"
+    CONSUMED = "CONSUMED"
+    LOST = "LOST"
+    EXPIRED = "EXPIRED"
 
 
 class WaitKind(StrEnum):
@@ -149,49 +160,6 @@ def is_current(li: LockedInstance, act: Row[Any] | None, wait: Row[Any]) -> bool
             and step.phase is Phase.ACTIVE)
 
 
-def settle_step_txn(
-    conn: Connection, engine: Engine, li: LockedInstance, history: History, program: Program,
-    act: Row[Any], result: StepResult, *, now: datetime, fact_at: datetime,
-    details: dict[str, JSON], result_revision: int | None = None,
-) -> Phase:
-    """Save what the fact means for the step, then advance, review or fail (policy).
-
-    ``fact_at`` is the database acceptance time of the winning fact: it decides "on time"
-    for the instance deadline (R-6.7).
-    """
-    from weave_core.runtime.advance import advance_txn, to_review
-    from weave_core.runtime.consumer import _fail_after_settled, settle_cancelling
-
-    phase = PHASE_OF_OUTCOME.get(result.outcome)
-    if phase is None:  # CONTINUE never settles a step
-        phase, result = Phase.NEEDS_REVIEW, StepResult(StepOutcome.NEEDS_REVIEW,
-                                                       reason="unexpected_outcome")
-    step = li.step(act.step_id)
-    assert step is not None
-    step.phase, step.version = phase, step.version + 1
-    step.output = result.output if phase is Phase.SUCCEEDED else None
-    step.reason = result.reason
-    li.put_step(step)
-    a = weave_activations
-    values: dict[str, Any] = {"state": phase.value, "state_version": int(act.state_version) + 1,
-                              "reason": result.reason, "updated_at": now, "settled_at": now}
-    if result_revision is not None:
-        values["result_revision"] = result_revision
-    update_keyed(conn, a, {"activation_id": act.activation_id}, values)
-    history.record(f"step.{phase.value.lower()}", step_id=act.step_id,
-                   activation_id=act.activation_id, from_state=Phase.ACTIVE.value,
-                   to_state=phase.value, reason=result.reason, details=details)
-    if li.status == InstanceStatus.CANCELLING:
-        settle_cancelling(conn, li, history, program, now)
-    elif phase is Phase.SUCCEEDED:
-        advance_txn(conn, engine, li, history, program, now=now, fact_at=fact_at)
-    elif phase is Phase.FAILED and li.failure_policy == "FAIL_AFTER_SETTLED":
-        _fail_after_settled(conn, engine, li, history, program, now)
-    else:
-        to_review(conn, li, history, result.reason or phase.value.lower(), now=now)
-    return phase
-
-
 def dumps(value: JSON) -> str:
     return exactjson.dumps(value)
 
@@ -207,6 +175,5 @@ __all__ = [
     "insert_wait_txn",
     "is_current",
     "record_loser",
-    "settle_step_txn",
     "settle_wait_txn",
 ]

@@ -1,0 +1,80 @@
+"""An instance's status and its execution gate changed, each as a transition of its history."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy.engine import Connection
+
+from weave_core.dispatch.gates import set_gate_txn
+from weave_core.foundation import exactjson
+from weave_core.runtime.history import History
+from weave_core.runtime.instances import TERMINAL, InstanceStatus
+from weave_core.runtime.snapshot import LockedInstance
+
+
+def set_status(
+    li: LockedInstance,
+    history: History,
+    status: InstanceStatus,
+    *,
+    now: datetime,
+    reason: str | None = None,
+    details: exactjson.JSON = None,
+) -> None:
+    """Move the instance to ``status`` (never out of a terminal status), as a transition."""
+    if li.status in TERMINAL or li.status == status:
+        return
+    history.record(
+        "instance.status", from_state=li.status.value, to_state=status.value,
+        reason=reason, details=details,
+    )
+    values: dict[str, object] = {"status": status}
+    if status == InstanceStatus.NEEDS_REVIEW or reason is not None:
+        values["review_reason"] = reason
+    if status in TERMINAL:
+        values["settled_at"] = now
+    li.set(**values)
+
+
+def to_review(
+    conn: Connection,
+    li: LockedInstance,
+    history: History,
+    reason: str,
+    *,
+    now: datetime,
+    close_gate: bool = False,
+    details: exactjson.JSON = None,
+) -> None:
+    """Send a non-terminal instance to NEEDS_REVIEW (and close its gate when asked)."""
+    if li.terminal:
+        return
+    if li.status != InstanceStatus.NEEDS_REVIEW:
+        set_status(li, history, InstanceStatus.NEEDS_REVIEW, now=now, reason=reason,
+                   details=details)
+    if close_gate and li.gate_open:
+        set_gate_txn(conn, li.gate_id, False, now=now)
+        li.gate_open = False
+        history.record("gate.closed", reason=reason)
+
+
+def open_gate_txn(conn: Connection, li: LockedInstance, history: History, reason: str,
+                  now: datetime) -> None:
+    """Open the instance's execution gate, as a transition (resume, accept, recover)."""
+    if not li.gate_open:
+        set_gate_txn(conn, li.gate_id, True, now=now)
+        li.gate_open = True
+        history.record("gate.opened", reason=reason)
+
+
+def close_gate_txn(conn: Connection, li: LockedInstance, history: History, reason: str,
+                   now: datetime) -> None:
+    """Close the instance's execution gate, as a transition (pause, stop)."""
+    if li.gate_open:
+        set_gate_txn(conn, li.gate_id, False, now=now)
+        li.gate_open = False
+        history.record("gate.closed", reason=reason)
+
+
+__all__ = ["close_gate_txn", "open_gate_txn", "set_status", "to_review"]
