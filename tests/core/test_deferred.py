@@ -15,8 +15,9 @@ from sqlalchemy.engine import Connection
 
 from tests.round_trips import RoundTrips
 from weave_core.access.identity import create_namespace
-from weave_core.storage.db import Database, mysql_error_code
+from weave_core.storage.db import Database
 from weave_core.storage.deferred import Answer, DeferredWriteMismatch, deferring, send_with
+from weave_core.storage.retries import mysql_error_code
 from weave_core.storage.schema import weave_audit, weave_queues
 from weave_core.storage.statements import (
     insert_row_key,

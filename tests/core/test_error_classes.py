@@ -52,8 +52,9 @@ from weave_core.engine import Engine
 from weave_core.plugins.host import PluginHost
 from weave_core.runtime import run_tick
 from weave_core.runtime.step import ClaimNext, complete_step
-from weave_core.storage.db import Database, mysql_error_code, savepoint, set_clock_offset
+from weave_core.storage.db import Database, savepoint, set_clock_offset
 from weave_core.storage.locks import lock_namespace_exclusive
+from weave_core.storage.retries import mysql_error_code
 
 
 class Raised:

@@ -14,8 +14,8 @@ from pydantic import BaseModel
 from weave_core.definitions.format import validate_definition
 from weave_core.foundation.errors import PluginError, ValidationError
 from weave_core.foundation.limits import Limits
+from weave_core.plugins import host as plugins_module
 from weave_core.plugins.host import PluginHost
-from weave_core.plugins.host import host as plugins_module
 from weave_core.plugins.nodespec import NodeKind, NodeSpec, hookimpl
 from weave_nodes.task import TaskConfig
 

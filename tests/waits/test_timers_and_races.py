@@ -34,12 +34,11 @@ from tests.waits.helpers import (
 from weave_core.dispatch.gates import set_gate_txn
 from weave_core.engine import Engine
 from weave_core.runtime import run_pending, run_tick
-from weave_core.runtime.consumer import settle_cancelling
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import InstanceStatus, new_operation_id
 from weave_core.runtime.programs import programs
 from weave_core.runtime.snapshot import lock_chain
-from weave_core.runtime.status import set_status
+from weave_core.runtime.status import set_status, settle_cancelling
 from weave_core.runtime.waits import cancel_waits_txn
 from weave_core.storage.db import set_clock_offset
 from weave_core.storage.schema import weave_instances

@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
 
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
@@ -37,6 +36,8 @@ from weave_core.definitions.expressions import (
     parse_ref,
     template_refs,
 )
+from weave_core.definitions.problems import loc_path, pydantic_problems
+from weave_core.definitions.schema_paths import NEEDED_TYPES, descend, schema_types
 from weave_core.foundation.errors import Problem
 from weave_core.foundation.exactjson import JSON, size_of
 from weave_core.plugins.nodespec import JsonSchema, NodeKind
@@ -46,55 +47,6 @@ from weave_sdk.errors import Problem as SdkProblem
 # The step id rule and the path spelling are the format's, shared with the SDK's validation.
 STEP_ID = docformat.STEP_ID
 key_path = docformat.key_path
-
-
-def loc_path(
-    path: str, loc: Sequence[str | int], document: Any = None, *, missing: bool = False
-) -> str:
-    """A pydantic error location as a JSON path below ``path``.
-
-    With ``document`` (the validated input), segments that are not in the input are
-    dropped: pydantic adds union member tags (``int``, ``str``, ``function-after[...]``)
-    that are no part of the JSON path. Only for a ``missing`` error is the absent last
-    segment kept: it names the missing field.
-    """
-    current = document
-    for index, item in enumerate(loc):
-        if item == "[key]":  # pydantic marks errors in a dict key with this pseudo-segment
-            continue
-        last = index == len(loc) - 1
-        if document is not None:
-            if isinstance(current, Mapping) and isinstance(item, str) and item in current:
-                current = current[item]
-            elif isinstance(current, list) and isinstance(item, int) and item < len(current):
-                current = current[item]
-            elif not (last and missing and isinstance(current, Mapping)):
-                continue  # a union member tag, not a place in the document
-        path = f"{path}[{item}]" if isinstance(item, int) else key_path(path, item)
-    return path
-
-
-def pydantic_problems(
-    exc: PydanticValidationError, path: str, document: Any = None
-) -> list[Problem]:
-    """Map pydantic errors to problems: missing → ``missing_field``, extra → ``unknown_field``.
-
-    Errors of several union members at one place become one problem whose message lists
-    what each member wanted.
-    """
-    merged: dict[tuple[str, str], list[str]] = {}
-    for error in exc.errors(include_url=False):
-        code = {"missing": "missing_field", "extra_forbidden": "unknown_field"}.get(
-            error["type"], "invalid_field"
-        )
-        message = error["msg"]
-        if message.startswith("Value error, "):
-            message = message.removeprefix("Value error, ")
-        where = loc_path(path, error["loc"], document, missing=error["type"] == "missing")
-        messages = merged.setdefault((where, code), [])
-        if message not in messages:
-            messages.append(message)
-    return [Problem(where, code, " or ".join(msgs)) for (where, code), msgs in merged.items()]
 
 
 # --- the parsed tree -------------------------------------------------------------------
@@ -143,86 +95,6 @@ class _Node:
     ancestors: tuple[_Node, ...]
     blocks: list[tuple[str, str, list[_Node]]] = field(default_factory=list)
     output: JsonSchema | None = None
-
-
-# --- schema navigation ----------------------------------------------------------------
-
-
-def _types(schema: Mapping[str, Any]) -> set[str] | None:
-    """The JSON types a schema allows, or ``None`` when it does not say."""
-    declared = schema.get("type")
-    if isinstance(declared, str):
-        return {declared}
-    if isinstance(declared, list):
-        return {t for t in declared if isinstance(t, str)}
-    values = schema["enum"] if isinstance(schema.get("enum"), list) else None
-    if values is None and "const" in schema:
-        values = [schema["const"]]
-    if values is None:
-        return None
-    found = set()
-    for value in values:
-        if value is None:
-            found.add("null")
-        elif isinstance(value, bool):
-            found.add("boolean")
-        elif isinstance(value, int):
-            found.add("integer")
-        elif isinstance(value, str):
-            found.add("string")
-        elif isinstance(value, list):
-            found.add("array")
-        elif isinstance(value, Mapping):
-            found.add("object")
-        else:
-            found.add("number")
-    return found
-
-
-def descend(schema: JsonSchema | None, path: Sequence[str | int]) -> tuple[JsonSchema | None, str]:
-    """Follow ``path`` through a declared schema: (schema found or None for any, error or "").
-
-    Rule: a field is refused when the object schema lists ``properties`` (or sets
-    ``additionalProperties: false``) and does not list that field, unless
-    ``additionalProperties`` is ``true`` or a schema. Reading into a declared scalar is
-    refused. Anything the schema does not pin down (no type, combinators) is accepted.
-    """
-    for index, segment in enumerate(path):
-        if not isinstance(schema, Mapping):
-            return None, ""  # no schema, or a boolean schema: any value
-        types = _types(schema)
-        where = ".".join(str(p) for p in path[:index]) or "the value"
-        if isinstance(segment, int) and types is not None and "array" in types:
-            prefix = schema.get("prefixItems")
-            if isinstance(prefix, list) and segment < len(prefix):
-                schema = prefix[segment]
-            else:
-                items = schema.get("items")
-                schema = items if isinstance(items, Mapping) else None
-            continue
-        if types is not None and "object" not in types:
-            return None, f"{where} is declared {'/'.join(sorted(types))}, so it has no {segment!r}"
-        key = str(segment)
-        properties = schema.get("properties")
-        extra = schema.get("additionalProperties")
-        if isinstance(properties, Mapping) and key in properties:
-            schema = properties[key]
-        elif isinstance(extra, Mapping):
-            schema = extra
-        elif extra is True:
-            schema = None
-        elif isinstance(properties, Mapping) or extra is False:
-            return None, f"{where} declares no field {key!r}"
-        else:
-            schema = None
-    return (schema if isinstance(schema, Mapping) else None), ""
-
-
-_NEEDED_TYPES: dict[str, tuple[set[str], str]] = {
-    "number": ({"number", "integer"}, "a number"),
-    "string": ({"string"}, "a string"),
-    "comparable": ({"number", "integer", "string"}, "a number or a string"),
-}
 
 
 # --- the context a kind checks against -----------------------------------------------
@@ -490,10 +362,10 @@ class TreeValidator:
 
     @staticmethod
     def _need_problem(ref: Ref, use: RefUse, schema: JsonSchema | None) -> Problem | None:
-        if use.need not in _NEEDED_TYPES or schema is None:
+        if use.need not in NEEDED_TYPES or schema is None:
             return None
-        types = _types(schema)
-        allowed, label = _NEEDED_TYPES[use.need]
+        types = schema_types(schema)
+        allowed, label = NEEDED_TYPES[use.need]
         if types is None or types & allowed:
             return None
         return Problem(

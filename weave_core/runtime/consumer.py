@@ -32,7 +32,6 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from types import SimpleNamespace
 from typing import Any, Final
 
 import sqlalchemy as sa
@@ -42,8 +41,7 @@ from sqlalchemy.exc import DBAPIError
 from weave_core.access.audit import write_audit
 from weave_core.dispatch.model import EVENT_BY_STATUS, InboxState, TaskStatus
 from weave_core.engine import Engine
-from weave_core.foundation import exactjson
-from weave_core.foundation.errors import InvalidJsonError, StorageError, WeaveError
+from weave_core.foundation.errors import StorageError, WeaveError
 from weave_core.foundation.exactjson import JSON
 from weave_core.foundation.faults import fault_point
 from weave_core.observability.observe import ids, note_deferred
@@ -53,9 +51,16 @@ from weave_core.planning.snapshot import Phase
 from weave_core.plugins.nodespec import Fact, FactKind, StepOutcome, StepResult
 from weave_core.runtime.advance import advance_txn
 from weave_core.runtime.history import History
+from weave_core.runtime.inbox_checks import (
+    Contradiction,
+    Mismatch,
+    Peek,
+    classify,
+    peek_rows,
+    verify,
+)
 from weave_core.runtime.instances import (
     PHASE_OF_OUTCOME,
-    ActivationState,
     FailurePolicy,
     InstanceStatus,
     ReviewReason,
@@ -64,17 +69,14 @@ from weave_core.runtime.instances import (
 from weave_core.runtime.programs import programs
 from weave_core.runtime.quarantine import hold_step_txn
 from weave_core.runtime.snapshot import LockedInstance, lock_chain
-from weave_core.runtime.status import set_status, to_review
+from weave_core.runtime.status import set_status, settle_cancelling, to_review
 from weave_core.runtime.stopping import stop_txn
 from weave_core.runtime.waits.polls import apply_round_result_txn, note_round_evidence_txn
-from weave_core.storage.db import mysql_error_code
 from weave_core.storage.locks import lock_activation, lock_inbox_row
+from weave_core.storage.retries import mysql_error_code
 from weave_core.storage.schema import (
     weave_activations,
     weave_inbox,
-    weave_instances,
-    weave_task_attempts,
-    weave_tasks,
 )
 from weave_core.storage.statements import update_keyed
 
@@ -84,7 +86,6 @@ RETRY_DELAY: Final = timedelta(seconds=30)
 """How long a row whose consumption failed on a database error waits (R-5.4)."""
 VALUE_REFUSED_CODES: Final = frozenset({4025, 1406})
 """MariaDB refuses the value (JSON constraint, data too long): quarantine, never retry."""
-_SNAPSHOT_MAX_DEPTH: Final = 512
 
 
 class Outcome(StrEnum):
@@ -93,33 +94,6 @@ class Outcome(StrEnum):
     QUARANTINED = "quarantined"
     ALREADY = "already"
     DEFERRED = "deferred"
-
-
-class Classification(StrEnum):
-    """Stable codes of acknowledged results that do not move current work."""
-
-    STALE_ACTIVATION = "stale_activation"
-    LOWER_REVISION = "lower_revision"
-    SETTLED_STEP = "settled_step_history"
-    SETTLED_INSTANCE = "settled_instance_history"
-
-
-class Contradiction(StrEnum):
-    """Stable codes of quarantined results (contradictory identity or structure)."""
-
-    SNAPSHOT_INVALID = "snapshot_invalid"
-    TASK_MISMATCH = "task_mismatch"
-    REVISION_MISMATCH = "revision_mismatch"
-    EVENT_MISMATCH = "event_mismatch"
-    ACTIVATION_UNKNOWN = "activation_unknown"
-    ACTIVATION_TASK_MISMATCH = "activation_task_mismatch"
-    INSTANCE_UNKNOWN = "instance_unknown"
-    STEP_MISMATCH = "step_mismatch"
-    QUEUE_MISMATCH = "queue_mismatch"
-    OWNER_MISMATCH = "owner_mismatch"
-    GATE_MISMATCH = "gate_mismatch"
-    ATTEMPT_MISMATCH = "attempt_mismatch"
-    VALUE_REFUSED = "value_refused"
 
 
 @dataclass(frozen=True)
@@ -131,156 +105,7 @@ class ConsumeResult:
     instance_id: str | None = None
 
 
-@dataclass(frozen=True)
-class _Peek:
-    inbox_id: int
-    namespace: str
-    state: str
-    row_version: int
-    activation_id: str
-    instance_id: str | None
-    instance: Any
-    """The instance's namespace, queues and status (unlocked), or None."""
-
-
-class _Mismatch(Exception):
-    def __init__(self, code: Contradiction, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-# --- reading ---------------------------------------------------------------------------
-
-
-def _peeks(conn: Connection, where: sa.ColumnElement[bool]) -> list[_Peek]:
-    """Unlocked reads of inbox rows with their activation's instance (one query)."""
-    i, a, n = weave_inbox, weave_activations, weave_instances
-    rows = conn.execute(
-        sa.select(i.c.id, i.c.namespace, i.c.state, i.c.row_version, i.c.source_activation_id,
-                  a.c.instance_id, a.c.namespace.label("act_namespace"),
-                  n.c.namespace.label("inst_namespace"), n.c.queues, n.c.status)
-        .select_from(i.outerjoin(a, a.c.activation_id == i.c.source_activation_id)
-                     .outerjoin(n, n.c.instance_id == a.c.instance_id))
-        .where(where)
-        .order_by(i.c.id)
-    ).all()
-    peeks = []
-    for row in rows:
-        ours = row.act_namespace == row.namespace and row.inst_namespace == row.namespace
-        instance = None
-        if ours:
-            instance = SimpleNamespace(namespace=row.inst_namespace, queues=row.queues,
-                                       status=row.status)
-        peeks.append(_Peek(int(row.id), row.namespace, row.state, int(row.row_version),
-                           row.source_activation_id,
-                           row.instance_id if row.act_namespace == row.namespace else None,
-                           instance))
-    return peeks
-
-
-def _snapshot(row: Row[Any]) -> dict[str, Any]:
-    try:
-        snap = exactjson.loads(row.snapshot, max_depth=_SNAPSHOT_MAX_DEPTH)
-    except InvalidJsonError as exc:
-        raise _Mismatch(Contradiction.SNAPSHOT_INVALID, f"snapshot is not JSON: {exc}") from exc
-    if not isinstance(snap, dict) or snap.get("schema_version") != 1:
-        raise _Mismatch(Contradiction.SNAPSHOT_INVALID, "snapshot schema_version is not 1")
-    for key in ("task_id", "queue", "status", "revision", "effect_unknown"):
-        if key not in snap:
-            raise _Mismatch(Contradiction.SNAPSHOT_INVALID, f"snapshot lacks {key!r}")
-    return snap
-
-
-def _verify(
-    conn: Connection, row: Row[Any], act: Row[Any] | None, li: LockedInstance,
-    program: Program, held_task: Any = None,
-) -> tuple[dict[str, Any], Row[Any]]:
-    """Every identity check of R-5.4; raise ``_Mismatch`` on the first contradiction.
-
-    ``held_task``: the task's ``namespace``, ``queue``, ``owner_id``, ``gate_id``,
-    ``revision`` and ``attempt_task_id`` as the caller's transaction holds them (a step
-    transaction settled the task itself); read here otherwise."""
-    snap = _snapshot(row)
-    if snap["task_id"] != row.source_task_id:
-        raise _Mismatch(Contradiction.TASK_MISMATCH, "snapshot names another task")
-    if snap["revision"] != row.source_revision:
-        raise _Mismatch(Contradiction.REVISION_MISMATCH, "snapshot revision differs")
-    try:
-        status = TaskStatus(snap["status"])
-        expected_event = EVENT_BY_STATUS[status]
-    except (ValueError, KeyError):
-        raise _Mismatch(Contradiction.SNAPSHOT_INVALID, "snapshot status is not settled") from None
-    event_id = f"{row.source_task_id}:{row.source_revision}"
-    if row.event_type != expected_event or row.event_id != event_id:
-        raise _Mismatch(Contradiction.EVENT_MISMATCH, "event identity contradicts the snapshot")
-    if act is None or act.namespace != row.namespace:
-        raise _Mismatch(Contradiction.ACTIVATION_UNKNOWN, "no such activation here")
-    if act.task_id != row.source_task_id:
-        raise _Mismatch(Contradiction.ACTIVATION_TASK_MISMATCH, "activation has another task")
-    if act.instance_id != li.instance_id or act.step_id not in program.step_ids():
-        raise _Mismatch(Contradiction.STEP_MISMATCH, "activation is not of this instance")
-    if program.is_composite(act.step_id) or li.step(act.step_id) is None:
-        raise _Mismatch(Contradiction.STEP_MISMATCH, "the step was never activated as a leaf")
-    t, a = weave_tasks, weave_task_attempts
-    attempt_id = snap.get("current_attempt_id")
-    task = held_task if held_task is not None else conn.execute(
-        sa.select(t.c.namespace, t.c.queue, t.c.owner_id, t.c.gate_id, t.c.revision,
-                  a.c.task_id.label("attempt_task_id"))
-        .select_from(t.outerjoin(a, a.c.attempt_id == attempt_id))
-        .where(t.c.task_id == row.source_task_id)
-    ).one_or_none()
-    if task is None or task.namespace != row.namespace or task.owner_id != act.activation_id:
-        raise _Mismatch(Contradiction.OWNER_MISMATCH, "the task is not owned by the activation")
-    if task.queue != snap["queue"]:
-        raise _Mismatch(Contradiction.QUEUE_MISMATCH, "snapshot queue differs from the task's")
-    if int(task.revision) < row.source_revision:
-        raise _Mismatch(Contradiction.REVISION_MISMATCH, "source revision is ahead of the task")
-    if act.gate_id != li.gate_id or task.gate_id != li.gate_id:
-        raise _Mismatch(Contradiction.GATE_MISMATCH, "gate differs from the instance's")
-    if attempt_id is not None:
-        if task.attempt_task_id != row.source_task_id:
-            raise _Mismatch(Contradiction.ATTEMPT_MISMATCH, "attempt is not of this task")
-    elif status == TaskStatus.SUCCEEDED:
-        raise _Mismatch(Contradiction.ATTEMPT_MISMATCH, "a success without an attempt")
-    return snap, act
-
-
-def _classify(row: Row[Any], act: Row[Any], li: LockedInstance) -> Classification | None:
-    """Acknowledge-only cases: the result is history, not current work."""
-    step = li.step(act.step_id)
-    assert step is not None
-    if step.activation_id != act.activation_id:
-        return Classification.STALE_ACTIVATION
-    if act.result_revision is not None and row.source_revision <= int(act.result_revision):
-        return Classification.LOWER_REVISION
-    if li.terminal:
-        return Classification.SETTLED_INSTANCE
-    if step.phase is not Phase.ACTIVE or act.state != ActivationState.ACTIVE.value:
-        return Classification.SETTLED_STEP
-    return None
-
-
 # --- interpreting -------------------------------------------------------------------
-
-
-def settle_cancelling(conn: Connection, li: LockedInstance, history: History,
-                      program: Program, now: datetime) -> None:
-    """CANCELLING ends only when every started step settled (R-8.3, R-8.4)."""
-    if li.status != InstanceStatus.CANCELLING:
-        return
-    if any(r.phase is Phase.ACTIVE and not program.is_composite(sid)
-           for sid, r in li.steps.items()):
-        return
-    if any(r.phase is Phase.NEEDS_REVIEW for r in li.steps.values()):
-        # Unknown effects never end in a status that claims everything settled (R-3.4).
-        set_status(li, history, InstanceStatus.NEEDS_REVIEW, now=now,
-                   reason=ReviewReason.EFFECT_UNKNOWN.value)
-    elif li.review_reason == ReviewReason.TASK_FAILED.value:
-        set_status(li, history, InstanceStatus.FAILED, now=now,
-                   reason=ReviewReason.TASK_FAILED.value)
-    else:
-        set_status(li, history, InstanceStatus.CANCELLED, now=now, reason=li.review_reason)
 
 
 def _fail_after_settled(conn: Connection, engine: Engine, li: LockedInstance,
@@ -374,7 +199,7 @@ def _orphan_quarantine(conn: Connection, engine: Engine, inbox_id: int,
     return ConsumeResult(inbox_id, Outcome.QUARANTINED, code.value)
 
 
-def _consume_txn(conn: Connection, engine: Engine, inbox_id: int, peek: _Peek,
+def _consume_txn(conn: Connection, engine: Engine, inbox_id: int, peek: Peek,
                  forced: Contradiction | None = None) -> ConsumeResult:
     now = engine.db.now(conn)
     li = None
@@ -398,7 +223,7 @@ def consume_held_txn(conn: Connection, engine: Engine, li: LockedInstance, act: 
 
     The consumption table of the module docstring, for a caller that took the locks: the
     consumer above, or a step transaction that has just written the row (and passes the
-    task it settled as ``held_task``; see ``_verify``). ``after_lock``: ``now`` was read
+    task it settled as ``held_task``; see ``verify``). ``after_lock``: ``now`` was read
     after the instance lock, so no earlier transition can be later (no clamp to read)."""
     inbox_id = int(row.id)
     history = History(li.namespace, li.instance_id, li.revision, new_operation_id(), now)
@@ -408,9 +233,9 @@ def consume_held_txn(conn: Connection, engine: Engine, li: LockedInstance, act: 
     metadata: dict[str, JSON] = {"source": _source(row), "node": engine.node_id}
     try:
         if forced is not None:
-            raise _Mismatch(forced, "the database refused a value of this result")
-        snap, act_row = _verify(conn, row, act, li, program, held_task)
-    except _Mismatch as mismatch:
+            raise Mismatch(forced, "the database refused a value of this result")
+        snap, act_row = verify(conn, row, act, li, program, held_task)
+    except Mismatch as mismatch:
         _settle_row(conn, row, InboxState.QUARANTINED, mismatch.code.value, now)
         history.record("result.quarantined", activation_id=row.source_activation_id,
                        reason=mismatch.code.value,
@@ -423,7 +248,7 @@ def consume_held_txn(conn: Connection, engine: Engine, li: LockedInstance, act: 
         li.flush(conn, revision=history.revision, now=now)
         return ConsumeResult(inbox_id, Outcome.QUARANTINED, mismatch.code.value,
                              li.instance_id)
-    classification = _classify(row, act_row, li)
+    classification = classify(row, act_row, li)
     if classification is not None:
         _settle_row(conn, row, InboxState.PROCESSED, classification.value, now)
         if act_row.kind == "poll":  # a late round result stays on its round as evidence
@@ -469,14 +294,14 @@ def defer(engine: Engine, inbox_id: int, row_version: int) -> bool:
 
 def consume(engine: Engine, inbox_id: int) -> ConsumeResult:
     """Consume one inbox row in its own transaction (any node, any number of times)."""
-    peeks = engine.db.read(lambda conn: _peeks(conn, weave_inbox.c.id == inbox_id),
+    peeks = engine.db.read(lambda conn: peek_rows(conn, weave_inbox.c.id == inbox_id),
                            name="consume_peek")
     if not peeks:
         return ConsumeResult(inbox_id, Outcome.ALREADY)
     return _consume(engine, peeks[0])
 
 
-def _consume(engine: Engine, peek: _Peek) -> ConsumeResult:
+def _consume(engine: Engine, peek: Peek) -> ConsumeResult:
     db, inbox_id = engine.db, peek.inbox_id
     if peek.state != InboxState.PENDING.value:
         return ConsumeResult(inbox_id, Outcome.ALREADY)
@@ -511,7 +336,7 @@ def consume_task_results(engine: Engine, namespace: str, task_id: str) -> list[C
     committed (the dispatch complete route calls this; the tick is the safety net)."""
     i = weave_inbox
     peeks = engine.db.read(
-        lambda conn: _peeks(conn, (i.c.namespace == namespace) & (i.c.source_task_id == task_id)
+        lambda conn: peek_rows(conn, (i.c.namespace == namespace) & (i.c.source_task_id == task_id)
                             & (i.c.state == InboxState.PENDING.value)),
         name="consume_task_results",
     )
@@ -521,9 +346,7 @@ def consume_task_results(engine: Engine, namespace: str, task_id: str) -> list[C
 __all__ = [
     "RETRY_DELAY",
     "VALUE_REFUSED_CODES",
-    "Classification",
     "ConsumeResult",
-    "Contradiction",
     "Outcome",
     "consume",
     "consume_held_txn",

@@ -8,8 +8,10 @@ from sqlalchemy.engine import Connection
 
 from weave_core.dispatch.gates import set_gate_txn
 from weave_core.foundation import exactjson
+from weave_core.planning.program import Program
+from weave_core.planning.snapshot import Phase
 from weave_core.runtime.history import History
-from weave_core.runtime.instances import TERMINAL, InstanceStatus
+from weave_core.runtime.instances import TERMINAL, InstanceStatus, ReviewReason
 from weave_core.runtime.snapshot import LockedInstance
 
 
@@ -77,4 +79,23 @@ def close_gate_txn(conn: Connection, li: LockedInstance, history: History, reaso
         history.record("gate.closed", reason=reason)
 
 
-__all__ = ["close_gate_txn", "open_gate_txn", "set_status", "to_review"]
+def settle_cancelling(conn: Connection, li: LockedInstance, history: History,
+                      program: Program, now: datetime) -> None:
+    """CANCELLING ends only when every started step settled (R-8.3, R-8.4)."""
+    if li.status != InstanceStatus.CANCELLING:
+        return
+    if any(r.phase is Phase.ACTIVE and not program.is_composite(sid)
+           for sid, r in li.steps.items()):
+        return
+    if any(r.phase is Phase.NEEDS_REVIEW for r in li.steps.values()):
+        # Unknown effects never end in a status that claims everything settled (R-3.4).
+        set_status(li, history, InstanceStatus.NEEDS_REVIEW, now=now,
+                   reason=ReviewReason.EFFECT_UNKNOWN.value)
+    elif li.review_reason == ReviewReason.TASK_FAILED.value:
+        set_status(li, history, InstanceStatus.FAILED, now=now,
+                   reason=ReviewReason.TASK_FAILED.value)
+    else:
+        set_status(li, history, InstanceStatus.CANCELLED, now=now, reason=li.review_reason)
+
+
+__all__ = ["close_gate_txn", "open_gate_txn", "set_status", "settle_cancelling", "to_review"]

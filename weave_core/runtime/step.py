@@ -70,9 +70,9 @@ from weave_core.foundation.exactjson import JSON
 from weave_core.foundation.faults import fault_point
 from weave_core.runtime.consumer import ConsumeResult, consume_held_txn, consume_task_results
 from weave_core.runtime.snapshot import lock_chain, lock_step_chain
-from weave_core.storage.db import reruns_transaction
 from weave_core.storage.deferred import DeferredWriteMismatch, deferring
 from weave_core.storage.locks import lock_activation, lock_task_fenced
+from weave_core.storage.retries import reruns_transaction
 from weave_core.storage.schema import weave_activations, weave_instances, weave_tasks
 from weave_core.storage.statements import appending
 

@@ -37,7 +37,7 @@ from weave_core.runtime.history import History
 from weave_core.runtime.instances import ActivationState
 from weave_core.runtime.pending import close_all_txn
 from weave_core.runtime.snapshot import LockedInstance
-from weave_core.runtime.status import close_gate_txn
+from weave_core.runtime.status import close_gate_txn, settle_cancelling
 from weave_core.runtime.waits.races import cancel_waits_txn
 from weave_core.storage.locks import lock_activation
 from weave_core.storage.schema import weave_activations, weave_inbox, weave_tasks, weave_waits
@@ -117,10 +117,6 @@ def stop_txn(conn: Connection, engine: Engine, li: LockedInstance, history: Hist
         else:
             settle_step_cancelled_txn(conn, li, history, step_id, reason, now)
     close_all_txn(conn, li.instance_id, now)
-    # The one upward import of stopping (#16): settle_cancelling lives in consumer.py until
-    # it moves below it; a top-level import would close the circle consumer -> stopping.
-    from weave_core.runtime.consumer import settle_cancelling
-
     settle_cancelling(conn, li, history, program, now)
     return settled_now
 

@@ -1,4 +1,6 @@
-"""Engine factory (MariaDB/MySQL, SQLite), database time, and the transaction helper.
+"""`Database`: the transaction helper (re-runs, savepoints) and database time; the engines
+are built in :mod:`weave_core.storage.engines`, the errors classified in
+:mod:`weave_core.storage.retries`.
 
 Every write in Weave goes through :meth:`Database.transaction`, which re-runs the whole
 function on the failures MariaDB documents as "try again" (RELIABILITY.md, MariaDB facts):
@@ -24,8 +26,6 @@ from __future__ import annotations
 
 import logging
 import os
-import random
-import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -33,12 +33,8 @@ from datetime import datetime, timedelta
 from typing import Any, Final, Literal, TypeVar
 
 import sqlalchemy as sa
-from pymysql.constants import CLIENT
-from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import ArgumentError, DBAPIError
-from sqlalchemy.pool import ConnectionPoolEntry, PoolResetState
 
 from weave_core.foundation.aftercommit import later_mark, later_rollback, run_later
 from weave_core.foundation.errors import (
@@ -48,7 +44,16 @@ from weave_core.foundation.errors import (
 )
 from weave_core.observability import tracing
 from weave_core.observability.metrics import TRANSACTION_RETRIES, TRANSACTION_SECONDS, child
-from weave_core.storage import deferred
+from weave_core.storage.engines import (
+    SQLITE_READ_OPTION,
+    TRANSACTION_ENDED,
+    mysql_engine,
+    sqlite_engine,
+)
+from weave_core.storage.retries import (
+    backoff,
+    retry_reason,
+)
 from weave_core.storage.schema import weave_clock as _clock
 
 T = TypeVar("T")
@@ -60,26 +65,11 @@ DEFAULT_SQLITE_URL: Final = "sqlite:///weave.db"
 
 SQLITE_BUSY_TIMEOUT_MS: Final = 5000
 
-# MariaDB/MySQL error codes the helper acts on (see the module docstring).
-ER_LOCK_DEADLOCK: Final = 1213
-ER_CHECKREAD: Final = 1020  # "Record has changed since last read" (MariaDB >= 11.6, RR)
-ER_LOCK_WAIT_TIMEOUT: Final = 1205
-CR_SERVER_GONE_ERROR: Final = 2006
-CR_SERVER_LOST: Final = 2013
-ER_SP_DOES_NOT_EXIST: Final = 1305  # SAVEPOINT ... does not exist (after a deadlock)
-
-_RERUN_CODES: Final = frozenset({ER_LOCK_DEADLOCK, ER_CHECKREAD})
-_LOST_CONNECTION_CODES: Final = frozenset({CR_SERVER_GONE_ERROR, CR_SERVER_LOST})
 
 TXN_STARTED: Final = "weave_txn_started"
 """``conn.info`` key: ``perf_counter()`` when the running transaction began (engine gap)."""
 
-_BACKOFF_BASE_S: Final = 0.005
-_BACKOFF_CAP_S: Final = 0.25
 
-# Execution option read by the SQLite "begin" listener: reads use a deferred BEGIN so
-# they do not take the write lock (WAL lets them run beside the one writer).
-_SQLITE_READ_OPTION: Final = "weave_sqlite_read"
 
 logger = logging.getLogger(__name__)
 
@@ -88,133 +78,6 @@ def default_database_url(environ: dict[str, str] | None = None) -> str:
     """``WEAVE_DATABASE_URL`` if set and not empty, else ``sqlite:///weave.db`` (cwd)."""
     env = os.environ if environ is None else environ
     return env.get("WEAVE_DATABASE_URL") or DEFAULT_SQLITE_URL
-
-
-# --- error classification ------------------------------------------------------------
-
-
-def mysql_error_code(exc: BaseException) -> int | None:
-    """The MySQL error number carried by a (wrapped) PyMySQL error, if any."""
-    orig = exc.orig if isinstance(exc, DBAPIError) else exc
-    args = getattr(orig, "args", ())
-    if args and isinstance(args[0], int):
-        return args[0]
-    return None
-
-
-def _retry_reason(exc: BaseException) -> str | None:
-    """Why ``exc`` calls for re-running the whole transaction, or None when it does not."""
-    if not isinstance(exc, DBAPIError):
-        return None
-    if isinstance(exc.orig, sqlite3.OperationalError):
-        text = str(exc.orig).lower()
-        if "database is locked" in text or "database table is locked" in text:
-            return "sqlite_busy"
-        return None
-    code = mysql_error_code(exc)
-    if code in _RERUN_CODES:
-        return f"deadlock_{code}"
-    if code == ER_LOCK_WAIT_TIMEOUT:
-        return "lock_wait_timeout_1205"
-    if code in _LOST_CONNECTION_CODES or exc.connection_invalidated:
-        return f"lost_connection_{code}"
-    return None
-
-
-def reruns_transaction(exc: BaseException) -> bool:
-    """Does ``exc`` end the whole transaction, so that it must be re-run (never carried on
-    past, e.g. after rolling back to a savepoint)?"""
-    return _retry_reason(exc) is not None
-
-
-def _backoff(attempt: int) -> float:
-    """Jittered exponential delay before attempt ``attempt + 1`` (seconds)."""
-    ceiling: float = min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2 ** (attempt - 1))
-    return random.uniform(ceiling / 2, ceiling)  # jitter, not security
-
-
-# --- engine factory ------------------------------------------------------------------
-
-
-def _mysql_engine(url: sa.URL, pool_size: int) -> Engine:
-    engine = sa.create_engine(
-        url,
-        pool_size=pool_size,
-        max_overflow=pool_size,
-        # No pre-ping: it costs a round trip on every checkout (several per step). A pooled
-        # connection the server dropped fails its first statement with 2006/2013;
-        # SQLAlchemy then invalidates the pool and ``transaction`` re-runs ``fn`` on a fresh
-        # connection (the lost-connection row of the table above).
-        pool_pre_ping=False,
-        pool_recycle=3600,
-        # The pool's own rollback-on-return is replaced by _reset_on_return (below): it
-        # would send a ROLLBACK after every COMMIT, one round trip per transaction.
-        # (COM_RESET_CONNECTION would also drop the session time zone.)
-        pool_reset_on_return=None,
-        # READ COMMITTED: every decision is taken on a locking read or a version-checked
-        # UPDATE (MariaDB fact 4), so REPEATABLE READ's snapshot buys nothing, while its
-        # gap and next-key locks widen every lock and multiply deadlocks.
-        isolation_level="READ COMMITTED",
-        connect_args={
-            "charset": "utf8mb4",
-            # Version-checked UPDATEs must count matched rows, not changed rows (fact 8).
-            # MULTI_STATEMENTS: the step transaction sends its closing writes as one
-            # round trip (weave_core.deferred); values are still escaped by PyMySQL.
-            "client_flag": CLIENT.FOUND_ROWS | CLIENT.MULTI_STATEMENTS,
-            # Database time is UTC; DATETIME columns hold naive UTC values (fact 7).
-            "init_command": "SET time_zone = '+00:00'",
-        },
-    )
-    deferred.install(engine)  # first listener: queued writes are sent, and seen, first
-    event.listen(engine, "reset", _reset_on_return)
-    return engine
-
-
-_ENDED: Final = "weave_transaction_ended"
-"""Set on a pooled connection's record when ``Database`` ended its transaction (COMMIT or
-ROLLBACK succeeded) and nothing has run on it since."""
-
-
-def _reset_on_return(dbapi_connection: DBAPIConnection, record: ConnectionPoolEntry,
-                     state: PoolResetState) -> None:
-    """Roll back a connection coming back to the pool unless its transaction is known to
-    be over: Core already rolled it back, or ``Database`` committed or rolled it back as
-    its last act. Anything else (a connection used outside ``Database``, an exception
-    between statements) still gets its ROLLBACK, so no lock outlives its user."""
-    ended = record.info.pop(_ENDED, False)
-    if state.terminate_only or state.transaction_was_reset or ended:
-        return
-    dbapi_connection.rollback()
-
-
-def _sqlite_engine(url: sa.URL, pool_size: int, busy_timeout_ms: int) -> Engine:
-    memory = url.database in (None, "", ":memory:")
-    options: dict[str, Any] = {} if memory else {"pool_size": pool_size, "max_overflow": 0}
-    engine = sa.create_engine(url, **options)
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
-        # pysqlite would otherwise issue its own deferred BEGIN; we emit ours (below).
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        try:
-            cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-            if not memory:
-                cursor.execute("PRAGMA journal_mode = WAL")
-            cursor.execute("PRAGMA synchronous = NORMAL")
-        finally:
-            cursor.close()
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: Connection) -> None:
-        # SQLite has no row locks: a write transaction takes the database write lock at
-        # BEGIN, so two writers serialise instead of deadlocking on lock upgrade.
-        if conn.get_execution_options().get(_SQLITE_READ_OPTION):
-            conn.exec_driver_sql("BEGIN")
-        else:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
-
-    return engine
 
 
 def _now_columns(dialect: Dialect) -> tuple[sa.ColumnElement[Any], sa.ColumnElement[Any]]:
@@ -278,9 +141,9 @@ class Database:
                     f"unsupported MySQL driver in "
                     f"{parsed.render_as_string(hide_password=True)!r}: use mysql+pymysql://")
             parsed = parsed.set(drivername=f"{backend}+pymysql")
-            return cls(url, _mysql_engine(parsed, pool_size), "mysql")
+            return cls(url, mysql_engine(parsed, pool_size), "mysql")
         if backend == "sqlite":
-            return cls(url, _sqlite_engine(parsed, pool_size, sqlite_busy_timeout_ms), "sqlite")
+            return cls(url, sqlite_engine(parsed, pool_size, sqlite_busy_timeout_ms), "sqlite")
         raise UnsupportedDatabaseError(
             f"unsupported database URL {parsed.render_as_string(hide_password=True)!r}: "
             "use mysql+pymysql://USER:PASSWORD@HOST:PORT/DB or sqlite:///PATH"
@@ -339,7 +202,7 @@ class Database:
             try:
                 return self._attempt(fn, read_only)
             except DBAPIError as exc:
-                found = _retry_reason(exc)
+                found = retry_reason(exc)
                 if found is None:
                     raise
                 last, reason = exc, found
@@ -352,7 +215,7 @@ class Database:
                         attempt,
                         max_attempts,
                     )
-                    time.sleep(_backoff(attempt))
+                    time.sleep(backoff(attempt))
         raise TransactionRetriesExhaustedError(
             f"transaction {name!r} failed {max_attempts} times; last failure: {reason}",
             details={"transaction": name, "attempts": max_attempts, "reason": reason},
@@ -361,14 +224,15 @@ class Database:
     def _attempt(self, fn: Callable[[Connection], T], read_only: bool) -> T:
         with self.engine.connect() as conn:
             if read_only and self.dialect == "sqlite":
-                conn = conn.execution_options(**{_SQLITE_READ_OPTION: True})
+                conn = conn.execution_options(**{SQLITE_READ_OPTION: True})
             trans = conn.begin()
             info = conn.info  # the connection's own dict: still there if it is invalidated
             info[TXN_STARTED] = time.perf_counter()
             try:
                 result = fn(conn)
                 trans.commit()
-                conn.connection.info[_ENDED] = True  # the pool sends no ROLLBACK after it
+                # the pool sends no ROLLBACK after it (engines.reset_on_return)
+                conn.connection.info[TRANSACTION_ENDED] = True
             except BaseException:
                 run_later(info, committed=False)
                 # Explicit ROLLBACK: after 1205 only the statement was rolled back and the
@@ -381,7 +245,7 @@ class Database:
                 raise
             run_later(info, committed=True)
             if conn.in_transaction():  # an after-commit callable began another
-                conn.connection.info.pop(_ENDED, None)
+                conn.connection.info.pop(TRANSACTION_ENDED, None)
             return result
 
     def savepoint(self, conn: Connection) -> AbstractContextManager[None]:
@@ -436,7 +300,7 @@ def savepoint(conn: Connection) -> Iterator[None]:
             try:
                 nested.rollback()
             except DBAPIError:
-                if _retry_reason(exc) is not None:
+                if retry_reason(exc) is not None:
                     raise exc from None  # the real cause: the transaction must re-run
                 raise
         raise
@@ -466,8 +330,6 @@ __all__ = [
     "Database",
     "Dialect",
     "default_database_url",
-    "mysql_error_code",
-    "reruns_transaction",
     "savepoint",
     "set_clock_offset",
 ]

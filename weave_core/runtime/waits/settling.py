@@ -21,7 +21,7 @@ from weave_core.runtime.advance import advance_txn
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import PHASE_OF_OUTCOME, InstanceStatus
 from weave_core.runtime.snapshot import LockedInstance
-from weave_core.runtime.status import to_review
+from weave_core.runtime.status import settle_cancelling, to_review
 from weave_core.storage.schema import weave_activations
 from weave_core.storage.statements import update_keyed
 
@@ -36,9 +36,10 @@ def settle_step_txn(
     ``fact_at`` is the database acceptance time of the winning fact: it decides "on time"
     for the instance deadline (R-6.7).
     """
-    # The one upward import of the waits (#16): these two live in consumer.py until they
-    # move below it; a top-level import would close the circle consumer -> waits -> consumer.
-    from weave_core.runtime.consumer import _fail_after_settled, settle_cancelling
+    # The one upward import of the waits: FAIL_AFTER_SETTLED stops the instance as a cancel
+    # does (runtime.stopping, above the waits, which it cancels); a top-level import would
+    # close the circle consumer -> waits -> consumer.
+    from weave_core.runtime.consumer import _fail_after_settled
 
     phase = PHASE_OF_OUTCOME.get(result.outcome)
     if phase is None:  # CONTINUE never settles a step

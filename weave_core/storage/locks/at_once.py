@@ -1,0 +1,132 @@
+"""A step transaction's six locks sent in one round trip, in the lock order."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from weave_core.storage.deferred import send_with
+from weave_core.storage.locks.order import (
+    _OBSERVER_KEY,
+    LockLevel,
+)
+from weave_core.storage.locks.records import _task_fenced_select
+from weave_core.storage.schema import (
+    weave_activations,
+    weave_execution_gates,
+    weave_instances,
+    weave_namespaces,
+    weave_steps,
+    weave_tasks,
+)
+
+# --- a step's whole chain in one round trip (MariaDB/MySQL) -----------------------------
+
+
+@dataclass(frozen=True)
+class _Prebuilt:
+    """A locking read compiled once for a dialect: its SQL text, its level and table (for
+    the lock-order observer) and how a row of it is built (named fields, booleans)."""
+
+    level: LockLevel
+    table: str
+    shared: bool
+    sql: str
+    row: Callable[[tuple[Any, ...]], Any]
+    defaults: dict[str, Any]
+
+
+_PREBUILT: dict[tuple[str, str], _Prebuilt] = {}
+
+
+def _prebuilt(conn: Connection, name: str, level: LockLevel, table: sa.Table, shared: bool,
+              build: Callable[[], sa.Select[Any]]) -> _Prebuilt:
+    key = (conn.dialect.name, name)
+    found = _PREBUILT.get(key)
+    if found is None:
+        stmt = build().with_for_update(read=shared)
+        names = [str(c.key) for c in stmt.selected_columns]
+        flags = [i for i, c in enumerate(stmt.selected_columns)
+                 if isinstance(c.type, sa.Boolean)]
+        record = namedtuple(f"{table.name}_row", names)  # type: ignore[misc]  # built once per shape
+
+        def row(values: tuple[Any, ...], record: Any = record, flags: list[int] = flags
+                ) -> Any:
+            if flags:
+                items = list(values)
+                for i in flags:
+                    if items[i] is not None:
+                        items[i] = bool(items[i])
+                values = tuple(items)
+            return record._make(values)
+
+        compiled = stmt.compile(dialect=conn.dialect)
+        defaults = {k: v for k, v in compiled.params.items() if v is not None}
+        found = _PREBUILT[key] = _Prebuilt(level, table.name, shared, str(compiled), row,
+                                           defaults)
+    return found
+
+
+def lock_chain_at_once(
+    conn: Connection, *, namespace: str, instance_id: str, activation_id: str,
+    task_id: str, attempt_id: str, now_columns: Sequence[sa.ColumnElement[Any]],
+    columns: Mapping[str, tuple[str, ...]],
+) -> tuple[Any, Any, Any, list[Any], Any, Any]:
+    """A step transaction's locks — namespace (shared), instance, its gate, its steps, the
+    owning activation, the task with its attempt's fencing columns and database time — as
+    six locking reads sent in **one** round trip (``deferred.send_with``), in exactly the
+    order :func:`lock_namespace_shared`, :func:`lock_instance`, :func:`lock_gate`,
+    :func:`lock_steps`, :func:`lock_activation` and :func:`lock_task_fenced` take them one
+    by one (levels 1, 4, 5, 6, 6, 6: the lock order holds, and the observer sees each).
+
+    The gate is found through the instance row the previous statement locked (a
+    subquery), so no answer is needed before the next read goes out. ``columns``: the
+    narrow column lists of ``namespace``, ``instance``, ``gate`` and ``steps``. Returns
+    the rows (None where missing; the steps as a list); MariaDB/MySQL only.
+    """
+    ns_t, in_t, g_t, st_t = weave_namespaces, weave_instances, weave_execution_gates, weave_steps
+    reads = (
+        (_prebuilt(conn, "chain.namespace", LockLevel.IDENTITY, ns_t, True, lambda: sa.select(
+            *(ns_t.c[n] for n in columns["namespace"])).where(
+            ns_t.c.name == sa.bindparam("w_name"))), {"w_name": namespace}),
+        (_prebuilt(conn, "chain.instance", LockLevel.INSTANCE, in_t, False, lambda: sa.select(
+            *(in_t.c[n] for n in columns["instance"])).where(
+            in_t.c.instance_id == sa.bindparam("w_instance_id"))),
+         {"w_instance_id": instance_id}),
+        (_prebuilt(conn, "chain.gate", LockLevel.GATE, g_t, False, lambda: sa.select(
+            *(g_t.c[n] for n in columns["gate"])).where(
+            g_t.c.gate_id == sa.select(in_t.c.gate_id).where(
+                in_t.c.instance_id == sa.bindparam("w_instance_id")).scalar_subquery())),
+         {"w_instance_id": instance_id}),
+        (_prebuilt(conn, "chain.steps", LockLevel.RECORDS, st_t, False, lambda: sa.select(
+            *(st_t.c[n] for n in columns["steps"])).where(
+            st_t.c.instance_id == sa.bindparam("w_instance_id")).order_by(st_t.c.step_id)),
+         {"w_instance_id": instance_id}),
+        (_prebuilt(conn, "chain.activation", LockLevel.RECORDS, weave_activations, False,
+                   lambda: sa.select(weave_activations).where(
+                       weave_activations.c.activation_id == sa.bindparam("w_id"))),
+         {"w_id": activation_id}),
+        (_prebuilt(conn, "chain.task", LockLevel.RECORDS, weave_tasks, False,
+                   lambda: _task_fenced_select(now_columns)),
+         {"task": task_id, "attempt": attempt_id}),
+    )
+    observer = conn.info.get(_OBSERVER_KEY)
+    if observer is not None:
+        for read, _ in reads:
+            observer(read.level, read.table, read.shared)
+    answers = send_with(conn, [(read.sql, {**read.defaults, **params} if read.defaults
+                                else params) for read, params in reads])
+    rows = [[read.row(values) for values in answer.rows]
+            for (read, _), answer in zip(reads, answers, strict=True)]
+    ns, instance, gate, steps, activation, task = rows
+    for one in (ns, instance, gate, activation, task):
+        if len(one) > 1:
+            raise ValueError("a keyed lock of the step chain matched several rows")
+    first = [one[0] if one else None for one in (ns, instance, gate)]
+    return (first[0], first[1], first[2], steps, activation[0] if activation else None,
+            task[0] if task else None)
