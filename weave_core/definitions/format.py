@@ -5,7 +5,7 @@
 document canonicalised (nothing filled in), its content hash, and the parsed step tree the
 decision core compiles. The top-level rules are the SDK's (``weave_sdk.docformat``: the JSON
 Schema docs/definition.schema.json), so local and server validation agree; the step tree and
-reference checks, which need the node plugins, live in ``weave_core.validation``.
+reference checks, which need the node plugins, live in ``weave_core.definitions.validation``.
 """
 
 from __future__ import annotations

@@ -77,7 +77,7 @@ def record_event_txn(
 
 
 _A = weave_task_attempts
-_FINISH_ATTEMPT = (  # built once: every report runs it (see weave_core.statements)
+_FINISH_ATTEMPT = (  # built once: every report runs it (see weave_core.storage.statements)
     sa.update(_A)
     .where(_A.c.attempt_id == sa.bindparam("attempt"), _A.c.finished_at.is_(None))
     .values(finished_at=sa.bindparam("now"), outcome=sa.bindparam("outcome"),

@@ -246,7 +246,7 @@ def start_workflow(
 
     def _queued(conn: Connection) -> StartResult:
         # The writes that return nothing are queued and sent together with the next
-        # statement that needs an answer (weave_core.deferred): a start of a sequence
+        # statement that needs an answer (weave_core.storage.deferred): a start of a sequence
         # takes a third of the round trips.
         with deferring(conn):
             return _start(conn)

@@ -111,7 +111,7 @@ class ConsumeResult:
 def _fail_after_settled(conn: Connection, engine: Engine, li: LockedInstance,
                         history: History, program: Program, now: datetime) -> None:
     """R-8.4 FAIL_AFTER_SETTLED: go CANCELLING and stop the instance like a cancel does
-    (:func:`~weave_core.runtime.controls.stop.stop_txn`): the gate closes, sibling tasks
+    (:func:`~weave_core.runtime.stopping.stop_txn`): the gate closes, sibling tasks
     are asked to cancel, timers, signal waits and polls are cancelled on their wait
     record's version, and FAILED comes only once everything started has settled."""
     set_status(li, history, InstanceStatus.CANCELLING, now=now,

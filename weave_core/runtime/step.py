@@ -241,7 +241,7 @@ def _step_txn(
             or peek.act_namespace != namespace or peek.inst_namespace != namespace):
         raise _Classic
     try:
-        # The closing writes are queued and sent as few round trips (weave_core.deferred);
+        # The closing writes are queued and sent as few round trips (weave_core.storage.deferred);
         # the status events go with them (appending ends inside deferring).
         with deferring(conn), appending(conn):
             if in_order:

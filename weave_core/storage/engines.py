@@ -42,7 +42,7 @@ def mysql_engine(url: sa.URL, pool_size: int) -> Engine:
             "charset": "utf8mb4",
             # Version-checked UPDATEs must count matched rows, not changed rows (fact 8).
             # MULTI_STATEMENTS: the step transaction sends its closing writes as one
-            # round trip (weave_core.deferred); values are still escaped by PyMySQL.
+            # round trip (weave_core.storage.deferred); values are still escaped by PyMySQL.
             "client_flag": CLIENT.FOUND_ROWS | CLIENT.MULTI_STATEMENTS,
             # Database time is UTC; DATETIME columns hold naive UTC values (fact 7).
             "init_command": "SET time_zone = '+00:00'",

@@ -297,7 +297,7 @@ def append_row(conn: Connection, table: sa.Table, row: dict[str, Any]) -> None:
     """Insert a row of an append-only table (status events) that nothing reads back in the
     same transaction: at once, or inside an :func:`appending` block at its end, together
     with the block's other rows of that table. Task events are also counted after the
-    commit (``weave_core.observe``)."""
+    commit (``weave_core.observability.observe``)."""
     if table is weave_task_events:
         task_event_txn(conn, row)
     pending: dict[str, tuple[sa.Table, list[dict[str, Any]]]] | None = \

@@ -169,7 +169,7 @@ def _lock_keyed(
     columns: tuple[str, ...] | None = None,
 ) -> Sequence[Row[Any]]:
     """:func:`lock_rows` by equality on columns, with a statement built once per shape
-    (:mod:`weave_core.statements`): the named locks below are the hot path's."""
+    (:mod:`weave_core.storage.statements`): the named locks below are the hot path's."""
     observer = conn.info.get(_OBSERVER_KEY)
     if observer is not None:
         observer(level, table.name, shared)

@@ -198,7 +198,7 @@ def lock_claimable_tasks(
     if observer is not None:
         observer(LockLevel.RECORDS, weave_tasks.name, False)
     stmt = _CLAIMABLE.get(conn.dialect.name)
-    if stmt is None:  # built once per dialect: every claim runs it (weave_core.statements)
+    if stmt is None:  # built once per dialect: every claim runs it (weave_core.storage.statements)
         t = weave_tasks
         stmt = (
             sa.select(*(t.c[name] for name in CLAIM_COLUMNS))
