@@ -24,6 +24,7 @@ from tests.runtime.helpers import (
     instance,
     new_namespace,
     publish,
+    rows,
     start,
     task,
     tasks_of,
@@ -45,7 +46,17 @@ from weave_core.foundation.faults import armed
 from weave_core.runtime import run_tick
 from weave_core.runtime.step import ClaimNext, StepDone, complete_step
 from weave_core.storage.db import set_clock_offset
-from weave_core.storage.schema import weave_instances
+from weave_core.storage.locks import (
+    lock_activation,
+    lock_chain_at_once,
+    lock_gate,
+    lock_instance,
+    lock_namespace_shared,
+    lock_steps,
+    lock_task_fenced,
+    observing_locks,
+)
+from weave_core.storage.schema import weave_instances, weave_tasks
 
 
 def _ok(output: Any = None) -> Report:
@@ -371,3 +382,60 @@ def test_kill_9_inside_the_step_records_nothing_and_the_report_again_records_onc
     assert instance(engine, wid).status == "SUCCEEDED"
     assert [t.status for t in tasks_of(engine, wid)] == ["SUCCEEDED", "SUCCEEDED"]
     assert [r.state for r in inbox_of(engine, wid)] == ["PROCESSED", "PROCESSED"]
+
+
+def test_the_chain_read_at_once_brings_what_the_locks_one_by_one_bring(
+    engine: Engine,
+) -> None:
+    """The six reads of ``locks.lock_chain_at_once`` pack each row into one JSON_ARRAY; the
+    values must come back exactly as separate columns bring them (texts with quotes and
+    non-ASCII, NULLs, booleans, microsecond times), in the same lock order."""
+    ns, wid = _seq(engine, "a", "b")
+    (a,) = work(engine, ns, handlers=["a"])
+    columns = {"namespace": ("name", "disabled"),
+               "instance": ("instance_id", "namespace", "input", "paused", "deadline_at",
+                            "review_reason", "revision", "gate_id"),
+               "gate": ("gate_id", "is_open"),
+               "steps": ("step_id", "phase", "version", "output", "activation_id")}
+    owner = rows(engine, weave_tasks, weave_tasks.c.task_id == a.task_id)[0].owner_id
+    quoted = 'say "hé" \\ \u2603'
+    engine.db.transaction(lambda conn: conn.execute(
+        sa.update(weave_instances).where(weave_instances.c.instance_id == wid)
+        .values(review_reason=quoted)), name="t")
+
+    def _both(conn: Any) -> tuple[Any, Any]:
+        levels: list[tuple[int, str]] = []
+        with observing_locks(conn, lambda level, table, shared: levels.append(
+                (int(level), table))):
+            at_once = lock_chain_at_once(
+                conn, namespace=ns, instance_id=wid, activation_id=owner, task_id=a.task_id,
+                attempt_id=a.attempt_id, now_columns=engine.db.now_columns, columns=columns)
+        one_by_one = (
+            lock_namespace_shared(conn, ns, columns=columns["namespace"]),
+            lock_instance(conn, wid, columns=columns["instance"]),
+            lock_gate(conn, at_once[1].gate_id, columns=columns["gate"]),
+            list(lock_steps(conn, wid, columns=columns["steps"])),
+            lock_activation(conn, owner),
+            lock_task_fenced(conn, a.task_id, a.attempt_id, engine.db.now_columns),
+        )
+        return (at_once, levels), one_by_one
+
+    (at_once, levels), one_by_one = engine.db.transaction(_both, name="t")
+    assert [level for level, _ in levels] == sorted(level for level, _ in levels)
+    assert [t for _, t in levels] == ["weave_namespaces", "weave_instances",
+                                      "weave_execution_gates", "weave_steps",
+                                      "weave_activations", "weave_tasks"]
+    ns_row, inst, gate, steps_now, act, task_row = at_once
+    assert inst.review_reason == quoted and inst.paused is False and gate.is_open is True
+    flags = ("disabled", "paused", "is_open")
+    for packed, plain in [(ns_row, one_by_one[0]), (inst, one_by_one[1]),
+                          (gate, one_by_one[2]), (act, one_by_one[4])]:
+        assert packed._fields == tuple(plain._mapping.keys())
+        assert tuple(packed) == tuple(bool(v) if k in flags else v
+                                      for k, v in plain._mapping.items())
+    assert [tuple(s) for s in steps_now] == [tuple(s) for s in one_by_one[3]]
+    plain_task = one_by_one[5]._mapping
+    for field in task_row._fields[:-2]:  # the last two: database time, read twice
+        assert getattr(task_row, field) == plain_task[field], field
+    assert task_row.idempotent is bool(plain_task["idempotent"])
+    assert engine.db.now_of(task_row) <= engine.db.now_of(one_by_one[5])
