@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 
 import pytest
 
-from weave_sdk import JSONDecodeError, dumps, loads
+from weave_sdk import JSONDecodeError, dumps, exactjson, loads
 
 
 def test_numbers_parse_exactly() -> None:
@@ -43,3 +44,16 @@ def test_dumps_is_compact_keeps_order_and_spelling() -> None:
 def test_dumps_refuses_what_is_not_exact_json(value: object) -> None:
     with pytest.raises((TypeError, ValueError)):
         dumps(value)
+
+
+@pytest.mark.parametrize("text", [
+    "", "plain", 'quote " and backslash \\', "tab\tnew\nline\r\x00\x1f\x7f",
+    "non-ASCII é ß 漢字 \u2603 \U0001f600", "\u2028\u2029 separators", "</script>",
+])
+def test_a_string_is_written_as_the_standard_encoder_writes_it(text: str) -> None:
+    """Strings go through the C string encoder directly; the text (and so every content
+    hash) is exactly what ``json.dumps(..., ensure_ascii=False)`` writes."""
+    expected = json.dumps({"k": text, text: [text]}, ensure_ascii=False, sort_keys=True,
+                          separators=(",", ":"))
+    assert exactjson.canonical_dumps({"k": text, text: [text]}) == expected
+    assert exactjson.loads(exactjson.dumps(text)) == text

@@ -62,6 +62,7 @@ from weave_http.models import (
 )
 from weave_http.routes import ApiRoute, Context
 from weave_http.routes.handlers import note_claim
+from weave_http.threads import in_thread
 
 logger = logging.getLogger(__name__)
 
@@ -142,7 +143,7 @@ async def complete_task(request: Request, ctx: Context) -> Response:
     claim_next = None if nxt is None else ClaimNext(nxt.worker_id, _handlers(nxt.handlers),
                                                      nxt.max_tasks)
     with tracing.task_span(task_id, "weave.task.complete", {"weave.outcome": body.outcome}):
-        done = await run_in_threadpool(
+        done = await in_thread(
             lambda: complete_step(engine, namespace=namespace, task_id=task_id,
                                   attempt_id=body.attempt_id, report=report,
                                   actor=principal.actor, claim_next=claim_next))
