@@ -22,11 +22,11 @@ from weave_core.storage.db import (
     DEFAULT_SQLITE_URL,
     Database,
     default_database_url,
-    mysql_error_code,
     savepoint,
     set_clock_offset,
 )
 from weave_core.storage.locks import lock_namespace_exclusive
+from weave_core.storage.retries import mysql_error_code
 from weave_core.storage.schema import weave_audit, weave_namespaces
 
 # --- helpers -------------------------------------------------------------------------
