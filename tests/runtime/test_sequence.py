@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+import sqlalchemy as sa
+
 from tests.round_trips import RoundTrips
 from tests.runtime.helpers import (
     audit_of,
@@ -215,9 +217,18 @@ def test_a_start_sends_its_writes_together_and_answers_from_them(
     ns = new_namespace(engine)
     publish(engine, ns, definition("seq", [task("a"), task("b")]))
     start(engine, ns, "seq", {}, key="warm")  # caches warmed: the program, the config
+    statements: list[str] = []
+    listen = lambda conn, cursor, statement, *_: statements.append(statement)  # noqa: E731
+    sa.event.listen(engine.db.engine, "before_cursor_execute", listen)
     before = round_trips.count
-    started = start(engine, ns, "seq", {"n": 1}, key="counted")
+    try:
+        started = start(engine, ns, "seq", {"n": 1}, key="counted")
+    finally:
+        sa.event.remove(engine.db.engine, "before_cursor_execute", listen)
     sent = round_trips.count - before
+    # the program is compiled in this process already: the version is resolved, its
+    # document (parsed exactly, possibly large) is not read again
+    assert not [s for s in statements if "weave_definitions.document" in s]
     assert started.created and started.instance.status == InstanceStatus.RUNNING
     assert started.instance.input == {"n": 1} and started.instance.revision >= 1
     stored = instance(engine, started.instance.instance_id)

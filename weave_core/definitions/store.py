@@ -90,17 +90,51 @@ def _record(row: RowMapping) -> DefinitionRecord:
     )
 
 
+def _version_query(columns: Any, namespace: str, definition_id: str, version: str
+                   ) -> sa.Select[Any]:
+    t = weave_definitions
+    stmt = sa.select(*columns).where(t.c.namespace == namespace,
+                                     t.c.definition_id == definition_id)
+    if version == LATEST:
+        return stmt.order_by(t.c.seq.desc()).limit(1)
+    return stmt.where(t.c.version == version)
+
+
 def _select_version(
     conn: Connection, namespace: str, definition_id: str, version: str
 ) -> DefinitionRecord | None:
-    t = weave_definitions
-    stmt = sa.select(t).where(t.c.namespace == namespace, t.c.definition_id == definition_id)
-    if version == LATEST:
-        stmt = stmt.order_by(t.c.seq.desc()).limit(1)
-    else:
-        stmt = stmt.where(t.c.version == version)
-    row = conn.execute(stmt).mappings().first()
+    row = conn.execute(_version_query([weave_definitions], namespace, definition_id,
+                                      version)).mappings().first()
     return None if row is None else _record(row)
+
+
+@dataclass(frozen=True)
+class DefinitionHead:
+    """Which version a name resolves to, without its document: a start whose program is
+    already compiled in this process (versions never change) reads no more than this."""
+
+    namespace: str
+    definition_id: str
+    version: str
+    content_hash: str
+
+
+def definition_head_txn(
+    conn: Connection, namespace: str, definition_id: str, version: str = LATEST
+) -> DefinitionHead:
+    """:func:`definition_txn` without the document (``NotFoundError`` alike)."""
+    t = weave_definitions
+    row = conn.execute(_version_query(
+        [t.c.namespace, t.c.definition_id, t.c.version, t.c.content_hash], namespace,
+        definition_id, version)).first()
+    if row is None:
+        raise _not_found(definition_id, version)
+    return DefinitionHead(row.namespace, row.definition_id, row.version, row.content_hash)
+
+
+def _not_found(definition_id: str, version: str) -> NotFoundError:
+    return NotFoundError(f"definition {definition_id!r} version {version!r} not found",
+                         details={"definition_id": definition_id, "version": version})
 
 
 def object_id(definition_id: str, version: str) -> str:
@@ -212,10 +246,7 @@ def definition_txn(
     """:func:`get_definition` inside the caller's transaction."""
     record = _select_version(conn, namespace, definition_id, version)
     if record is None:
-        raise NotFoundError(
-            f"definition {definition_id!r} version {version!r} not found",
-            details={"definition_id": definition_id, "version": version},
-        )
+        raise _not_found(definition_id, version)
     return record
 
 
@@ -293,9 +324,11 @@ __all__ = [
     "AUDIT_ACTION",
     "LATEST",
     "DefinitionCount",
+    "DefinitionHead",
     "DefinitionRecord",
     "PublishResult",
     "count_definitions",
+    "definition_head_txn",
     "definition_txn",
     "get_definition",
     "list_definitions",

@@ -20,7 +20,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from weave_core.definitions.store import LATEST, DefinitionRecord, definition_txn
+from weave_core.definitions.store import (
+    LATEST,
+    DefinitionHead,
+    definition_head_txn,
+    get_definition,
+)
 from weave_core.dispatch.gates import create_gate_txn
 from weave_core.dispatch.queues import lock_capacity_txn
 from weave_core.engine import Engine
@@ -170,7 +175,10 @@ def start_workflow(
         return StartResult(False, original)
     cache = programs(engine)
     key = (namespace, record.definition_id, record.version)
-    program = cache.cached(key) or cache.compile_document(key, record.document)
+    program = cache.cached(key)
+    if program is None:  # first start of this version in this process: its document
+        full = get_definition(db, namespace, record.definition_id, record.version)
+        program = cache.compile_document(key, full.document)
     problems = input_problems(program.field("input_schema"), request.input)
     if problems:
         raise ValidationError("the input does not match the definition's input_schema",
@@ -267,13 +275,14 @@ def start_workflow(
 
 
 def _lookup(conn: Connection, namespace: str, request: StartRequest
-            ) -> tuple[InstanceView | None, DefinitionRecord | None]:
-    """The original start of this key, or else the definition version to start."""
+            ) -> tuple[InstanceView | None, DefinitionHead | None]:
+    """The original start of this key, or else the definition version to start (which
+    version a name means, not its document: the program is compiled once per process)."""
     original = _existing(conn, namespace, request)
     if original is not None:
         return original, None
-    return None, definition_txn(conn, namespace, request.definition_id,
-                                request.version or LATEST)
+    return None, definition_head_txn(conn, namespace, request.definition_id,
+                                     request.version or LATEST)
 
 
 __all__ = [
