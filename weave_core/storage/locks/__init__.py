@@ -38,7 +38,7 @@ functions issue plain SELECTs, which is safe because every write transaction the
 with ``BEGIN IMMEDIATE`` and so holds the database write lock already.
 """
 
-from weave_core.storage.locks.at_once import lock_chain_at_once
+from weave_core.storage.locks.at_once import lock_admission_at_once, lock_chain_at_once
 from weave_core.storage.locks.chain import (
     lock_gate,
     lock_gates,
@@ -92,6 +92,7 @@ __all__ = [
     "holding",
     "lock_activation",
     "lock_activations",
+    "lock_admission_at_once",
     "lock_chain_at_once",
     "lock_claimable_tasks",
     "lock_gate",

@@ -23,7 +23,9 @@ from weave_core.storage.schema import (
     weave_activations,
     weave_execution_gates,
     weave_instances,
+    weave_namespace_quotas,
     weave_namespaces,
+    weave_queues,
     weave_steps,
     weave_tasks,
 )
@@ -36,7 +38,8 @@ class _Prebuilt:
     """A locking read compiled once for a dialect: its SQL text, its level and table (for
     the lock-order observer) and how a row of it is built (named fields, typed values)."""
 
-    level: LockLevel
+    level: LockLevel | None
+    """None: a plain read that travels with the locks (no lock, not observed)."""
     table: str
     shared: bool
     sql: str
@@ -47,8 +50,9 @@ class _Prebuilt:
 _PREBUILT: dict[tuple[Any, ...], _Prebuilt] = {}
 
 
-def _prebuilt(conn: Connection, name: tuple[Any, ...], level: LockLevel, table: sa.Table,
-              shared: bool, build: Callable[[], sa.Select[Any]]) -> _Prebuilt:
+def _prebuilt(conn: Connection, name: tuple[Any, ...], level: LockLevel | None,
+              table: sa.Table, shared: bool, build: Callable[[], sa.Select[Any]]
+              ) -> _Prebuilt:
     """Compile the read once, its columns **packed into one** ``JSON_ARRAY``.
 
     Why packed: PyMySQL decodes a result's description and every value column by column in
@@ -60,7 +64,7 @@ def _prebuilt(conn: Connection, name: tuple[Any, ...], level: LockLevel, table: 
     key = (conn.dialect.name, *name)  # the shape: the read and the columns it selects
     found = _PREBUILT.get(key)
     if found is None:
-        stmt = build().with_for_update(read=shared)
+        stmt = build() if level is None else build().with_for_update(read=shared)
         selected = list(stmt.selected_columns)
         names = [str(c.key) for c in selected]
         flags = [i for i, c in enumerate(selected) if isinstance(c.type, sa.Boolean)]
@@ -85,6 +89,59 @@ def _prebuilt(conn: Connection, name: tuple[Any, ...], level: LockLevel, table: 
         found = _PREBUILT[key] = _Prebuilt(level, table.name, shared, str(compiled), row,
                                            defaults)
     return found
+
+
+def _send(conn: Connection, reads: Sequence[tuple[_Prebuilt, dict[str, Any]]]
+          ) -> list[list[Any]]:
+    """Send ``reads`` in one round trip (after the queued writes), in order; each read's
+    rows. The lock-order observer sees every lock first, in the order the server takes them.
+    """
+    observer = conn.info.get(_OBSERVER_KEY)
+    if observer is not None:
+        for read, _ in reads:
+            if read.level is not None:
+                observer(read.level, read.table, read.shared)
+    answers = send_with(conn, [(read.sql, {**read.defaults, **params} if read.defaults
+                                else params) for read, params in reads])
+    return [[read.row(values) for values in answer.rows]
+            for (read, _), answer in zip(reads, answers, strict=True)]
+
+
+def lock_admission_at_once(
+    conn: Connection, *, namespace: str, queues: Sequence[str],
+    now_columns: Sequence[sa.ColumnElement[Any]],
+    read: tuple[str, Callable[[], sa.Select[Any]], dict[str, Any]],
+) -> tuple[Any, list[Any], Any]:
+    """A start's opening reads in one round trip (MariaDB/MySQL): the namespace (shared,
+    level 1), ``read`` — the caller's plain read (``(name, build, params)``), e.g. its
+    idempotency key — then the quota (level 2) and the ``queues`` (level 3, sorted), and
+    database time last, after every lock, as :func:`lock_namespace_shared`,
+    ``dispatch.queues.lock_capacity_txn`` and ``Database.now`` take them one by one.
+    Returns the namespace row (None: no such namespace), ``read``'s rows, and the row
+    ``Database.now_of`` reads the time from."""
+    ns_t, qu_t, q_t = weave_namespaces, weave_namespace_quotas, weave_queues
+    wanted = sorted(set(queues))
+    names = {f"q{i}": name for i, name in enumerate(wanted)}
+    name, build, params = read
+    reads: list[tuple[_Prebuilt, dict[str, Any]]] = [
+        (_prebuilt(conn, ("admit.namespace",), LockLevel.IDENTITY, ns_t, True,
+                   lambda: sa.select(ns_t.c.name).where(
+                       ns_t.c.name == sa.bindparam("w_name"))), {"w_name": namespace}),
+        (_prebuilt(conn, ("admit.read", name), None, ns_t, False, build), params),
+        (_prebuilt(conn, ("admit.quota",), LockLevel.NAMESPACE_QUOTA, qu_t, False,
+                   lambda: sa.select(qu_t.c.namespace).where(
+                       qu_t.c.namespace == sa.bindparam("w_ns"))), {"w_ns": namespace}),
+    ]
+    if wanted:
+        reads.append((_prebuilt(conn, ("admit.queues", len(wanted)), LockLevel.QUEUES, q_t,
+                                False, lambda: sa.select(q_t.c.name).where(
+                                    q_t.c.namespace == sa.bindparam("w_ns"),
+                                    q_t.c.name.in_([sa.bindparam(k) for k in names]))
+                                .order_by(q_t.c.name)), {"w_ns": namespace, **names}))
+    reads.append((_prebuilt(conn, ("admit.now",), None, ns_t, False,
+                            lambda: sa.select(*now_columns)), {}))
+    rows = _send(conn, reads)
+    return (rows[0][0] if rows[0] else None), rows[1], rows[-1][0]
 
 
 def lock_chain_at_once(
@@ -134,14 +191,7 @@ def lock_chain_at_once(
                    lambda: _task_fenced_select(now_columns)),
          {"task": task_id, "attempt": attempt_id}),
     )
-    observer = conn.info.get(_OBSERVER_KEY)
-    if observer is not None:
-        for read, _ in reads:
-            observer(read.level, read.table, read.shared)
-    answers = send_with(conn, [(read.sql, {**read.defaults, **params} if read.defaults
-                                else params) for read, params in reads])
-    rows = [[read.row(values) for values in answer.rows]
-            for (read, _), answer in zip(reads, answers, strict=True)]
+    rows = _send(conn, reads)
     ns, instance, gate, steps, activation, task = rows
     for one in (ns, instance, gate, activation, task):
         if len(one) > 1:
