@@ -46,6 +46,7 @@ from weave_core.storage.locks import (
     try_lock_queues,
 )
 from weave_core.storage.schema import weave_namespace_quotas, weave_queues
+from weave_core.storage.statements import run_prebuilt
 
 MAX_CAPACITY = 10_000_000
 
@@ -208,16 +209,16 @@ def reserve_txn(conn: Connection, namespace: str, queue: str, now: datetime) -> 
         ledger.reserve(queue)
         return
     params = {"ns": namespace, "queue": queue, "now": now}
-    if conn.execute(_TAKE_QUOTA, params).rowcount == 0:
+    if run_prebuilt(conn, "take_quota", lambda: _TAKE_QUOTA, params) == 0:
         _ensure_quota(conn, namespace, now)
-        if conn.execute(_TAKE_QUOTA, params).rowcount == 0:
+        if run_prebuilt(conn, "take_quota", lambda: _TAKE_QUOTA, params) == 0:
             raise QuotaExceededError(
                 f"namespace {namespace!r} has reached its task quota",
                 details={"namespace": namespace},
             )
-    if conn.execute(_TAKE_PERMIT, params).rowcount == 0:
+    if run_prebuilt(conn, "take_permit", lambda: _TAKE_PERMIT, params) == 0:
         _ensure_queue(conn, namespace, queue, now)
-        if conn.execute(_TAKE_PERMIT, params).rowcount == 0:
+        if run_prebuilt(conn, "take_permit", lambda: _TAKE_PERMIT, params) == 0:
             raise QueueFullError(
                 f"queue {queue!r} is at capacity", details={"namespace": namespace, "queue": queue}
             )
@@ -234,8 +235,8 @@ def release_txn(conn: Connection, namespace: str, queue: str, now: datetime) -> 
         ledger.release(queue)
         return
     params = {"ns": namespace, "queue": queue, "now": now}
-    conn.execute(_GIVE_PERMIT, params)
-    conn.execute(_GIVE_QUOTA, params)
+    run_prebuilt(conn, "give_permit", lambda: _GIVE_PERMIT, params)
+    run_prebuilt(conn, "give_quota", lambda: _GIVE_QUOTA, params)
 
 
 def _check_limit(value: int, what: str) -> None:

@@ -136,12 +136,22 @@ def run_prebuilt(conn: Connection, name: str, build: Any, params: dict[str, Any]
     ``queue`` it is queued in an open ``deferred.deferring`` block instead, expected to
     change ``rows`` rows (a mismatch surfaces as ``DeferredWriteMismatch``; None: any
     count, and None is returned)."""
-    sql = _driver_sql(conn, ("prebuilt", name), build)
-    if sql is None:
+    if conn.dialect.name not in _DRIVER_DIALECTS:
         return int(conn.execute(build(), params).rowcount)
-    if queue and defer(conn, sql, params, rows):
+    key = (conn.dialect.name, name)
+    found = _PREBUILT.get(key)
+    if found is None:  # the text, and the values of the literals it binds (``x + 1``)
+        compiled = build().compile(dialect=conn.dialect)
+        found = _PREBUILT[key] = (str(compiled), {
+            k: v for k, v in compiled.params.items() if v is not None})
+    sql, literals = found
+    values = {**literals, **params} if literals else params
+    if queue and defer(conn, sql, values, rows):
         return rows
-    return int(conn.exec_driver_sql(sql, params).rowcount)
+    return int(conn.exec_driver_sql(sql, values).rowcount)
+
+
+_PREBUILT: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
 
 
 def _defer_insert(conn: Connection, sql: str, group: list[dict[str, Any]]) -> bool:
