@@ -185,11 +185,10 @@ def start_workflow(
     """Start (or find the original of) one instance; see the module docstring."""
     _check(request)
     db = engine.db
-    original, record = db.read(  # one read: the original start, else the definition
+    record = db.read(  # one read: the original start, else the definition
         lambda conn: _lookup(conn, namespace, request), name="start_lookup")
-    if original is not None or record is None:
-        assert original is not None
-        return StartResult(False, original)
+    if isinstance(record, InstanceView):
+        return StartResult(False, record)
     cache = programs(engine)
     key = (namespace, record.definition_id, record.version)
     program = cache.cached(key)
@@ -302,14 +301,11 @@ def start_workflow(
 
 
 def _lookup(conn: Connection, namespace: str, request: StartRequest
-            ) -> tuple[InstanceView | None, DefinitionHead | None]:
+            ) -> InstanceView | DefinitionHead:
     """The original start of this key, or else the definition version to start (which
     version a name means, not its document: the program is compiled once per process)."""
-    original = _existing(conn, namespace, request)
-    if original is not None:
-        return original, None
-    return None, definition_head_txn(conn, namespace, request.definition_id,
-                                     request.version or LATEST)
+    return _existing(conn, namespace, request) or definition_head_txn(
+        conn, namespace, request.definition_id, request.version or LATEST)
 
 
 __all__ = [

@@ -70,14 +70,13 @@ from weave_core.foundation.exactjson import JSON
 from weave_core.foundation.faults import fault_point
 from weave_core.runtime.consumer import ConsumeResult, consume_held_txn, consume_task_results
 from weave_core.runtime.snapshot import lock_chain, lock_step_chain
-from weave_core.storage.deferred import DeferredWriteMismatch, deferring
+from weave_core.storage.deferred import DeferredWriteMismatch, deferring, deferring_now
 from weave_core.storage.locks import lock_activation, lock_task_fenced
 from weave_core.storage.retries import reruns_transaction
 from weave_core.storage.schema import weave_activations, weave_instances, weave_tasks
 from weave_core.storage.statements import appending
 
 logger = logging.getLogger(__name__)
-_AT_ONCE = frozenset({"mysql", "mariadb"})  # dialects whose chain locks go in one round trip
 
 
 @dataclass(frozen=True)
@@ -270,7 +269,7 @@ def _locked_step(
     # Database time comes with the task lock, a statement that starts after the instance
     # lock: every earlier change of this instance has committed, so the times of its
     # history, tasks and steps keep their order (no clamp to read).
-    if ledger is not None and conn.dialect.name in _AT_ONCE:  # one round trip for all
+    if ledger is not None and deferring_now(conn):  # MariaDB: one round trip for all
         chain = lock_step_chain(conn, namespace, peek, task_id=task_id, attempt_id=attempt_id,
                                 now_columns=engine.db.now_columns)
         if chain is None:

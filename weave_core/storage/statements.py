@@ -31,28 +31,52 @@ _SELECTS: dict[tuple[Any, ...], sa.Select[Any]] = {}
 _UPDATES: dict[tuple[Any, ...], sa.Update] = {}
 
 
-_DRIVER_SQL: dict[tuple[Any, ...], str] = {}
+_DRIVER_SQL: dict[tuple[Any, ...], tuple[str, dict[str, Any]]] = {}
 _DRIVER_DIALECTS = frozenset({"mysql", "mariadb"})
 
 
-def _driver_sql(conn: Connection, key: tuple[Any, ...], build: Any) -> str | None:
-    """The SQL text of a statement built once, for ``exec_driver_sql`` on MariaDB/MySQL
-    (None elsewhere: SQLite's date and time binds need the Core path's processors).
+def _compiled(conn: Connection, key: tuple[Any, ...], build: Any
+              ) -> tuple[str, dict[str, Any]] | None:
+    """The SQL text of a statement built once, for ``exec_driver_sql`` on MariaDB/MySQL,
+    with the values of the literals it binds (``outstanding + 1``); None elsewhere
+    (SQLite's date and time binds need the Core path's processors).
 
     Why: executing a cached Core statement still costs Python time per call for its cache
     key, parameter processing and result set-up — measured on a loopback MariaDB, about
     twice the CPU of the same UPDATE sent as prebuilt text. Only statements whose values
-    need no bind processing on MariaDB (strings, numbers, datetimes, booleans, NULL) and
-    that return no rows to process go this way: keyed UPDATEs and plain INSERTs. The
-    engine's events still see every statement (counters, lock observers).
+    need no bind processing on MariaDB (strings, numbers, datetimes, booleans, NULL) go
+    this way. The engine's events still see every statement (counters, lock observers).
     """
     if conn.dialect.name not in _DRIVER_DIALECTS:
         return None
     full = (conn.dialect.name, *key)
-    sql = _DRIVER_SQL.get(full)
-    if sql is None:
-        sql = _DRIVER_SQL[full] = str(build().compile(dialect=conn.dialect))
-    return sql
+    found = _DRIVER_SQL.get(full)
+    if found is None:
+        compiled = build().compile(dialect=conn.dialect)
+        found = _DRIVER_SQL[full] = (str(compiled), {
+            k: v for k, v in compiled.params.items() if v is not None})
+    return found
+
+
+def _driver_sql(conn: Connection, key: tuple[Any, ...], build: Any) -> str | None:
+    """:func:`_compiled`'s text, for statements whose values are all parameters."""
+    found = _compiled(conn, key, build)
+    return None if found is None else found[0]
+
+
+def _insert_sql(conn: Connection, table: sa.Table, columns: tuple[str, ...]) -> str | None:
+    """``INSERT INTO table (columns) VALUES (…)`` as prebuilt text (see :func:`_compiled`)."""
+    return _driver_sql(conn, ("insert", table.name, columns),
+                       lambda: sa.insert(table).values(
+                           {name: sa.bindparam(name) for name in columns}))
+
+
+def _many_rows(sql: str, rows: Sequence[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    """A one-row prebuilt INSERT widened to a multi-row one, with its parameters."""
+    head, values = sql.split(" VALUES ", 1)
+    params = {f"r{i}_{k}": v for i, row in enumerate(rows) for k, v in row.items()}
+    return head + " VALUES " + ", ".join(
+        values.replace("%(", f"%(r{i}_") for i in range(len(rows))), params
 
 
 def insert_rows(conn: Connection, table: sa.Table,
@@ -64,9 +88,7 @@ def insert_rows(conn: Connection, table: sa.Table,
     for row in batch:
         groups.setdefault(tuple(row), []).append(row)
     for columns, group in groups.items():
-        sql = _driver_sql(conn, ("insert", table.name, columns),
-                          lambda t=table, c=columns: sa.insert(t).values(
-                              {name: sa.bindparam(name) for name in c}))
+        sql = _insert_sql(conn, table, columns)
         params: Any = group[0] if len(group) == 1 else group
         if sql is not None and _defer_insert(conn, sql, group):
             continue
@@ -80,9 +102,7 @@ def insert_row_key(conn: Connection, table: sa.Table, row: dict[str, Any]) -> in
     """``INSERT`` one row and return its generated key. Inside a ``deferred.deferring``
     block on MariaDB the queued writes and this INSERT travel in one round trip."""
     if deferring_now(conn):
-        sql = _driver_sql(conn, ("insert", table.name, tuple(row)),
-                          lambda: sa.insert(table).values(
-                              {name: sa.bindparam(name) for name in row}))
+        sql = _insert_sql(conn, table, tuple(row))
         if sql is not None:
             (answer,) = send_with(conn, [(sql, row)])
             assert answer.lastrowid is not None
@@ -97,16 +117,10 @@ def insert_rows_ids(conn: Connection, table: sa.Table, rows: list[dict[str, Any]
     row order. Inside a ``deferred.deferring`` block on MariaDB: one multi-row ``INSERT …
     RETURNING id`` sent with the queued writes, in one round trip."""
     if deferring_now(conn):
-        columns = tuple(rows[0])
-        sql = _driver_sql(conn, ("insert", table.name, columns),
-                          lambda: sa.insert(table).values(
-                              {name: sa.bindparam(name) for name in columns}))
+        sql = _insert_sql(conn, table, tuple(rows[0]))
         if sql is not None:
-            head, values = sql.split(" VALUES ", 1)
-            params = {f"r{i}_{k}": v for i, row in enumerate(rows) for k, v in row.items()}
-            text = head + " VALUES " + ", ".join(
-                values.replace("%(", f"%(r{i}_") for i in range(len(rows))) + " RETURNING id"
-            (answer,) = send_with(conn, [(text, params)])
+            text, params = _many_rows(sql, rows)
+            (answer,) = send_with(conn, [(text + " RETURNING id", params)])
             if len(answer.rows) != len(rows):
                 raise RuntimeError(f"{len(answer.rows)} ids for {len(rows)} {table.name} rows")
             return [int(r[0]) for r in answer.rows]
@@ -136,14 +150,9 @@ def run_prebuilt(conn: Connection, name: str, build: Any, params: dict[str, Any]
     ``queue`` it is queued in an open ``deferred.deferring`` block instead, expected to
     change ``rows`` rows (a mismatch surfaces as ``DeferredWriteMismatch``; None: any
     count, and None is returned)."""
-    if conn.dialect.name not in _DRIVER_DIALECTS:
+    found = _compiled(conn, ("prebuilt", name), build)
+    if found is None:
         return int(conn.execute(build(), params).rowcount)
-    key = (conn.dialect.name, name)
-    found = _PREBUILT.get(key)
-    if found is None:  # the text, and the values of the literals it binds (``x + 1``)
-        compiled = build().compile(dialect=conn.dialect)
-        found = _PREBUILT[key] = (str(compiled), {
-            k: v for k, v in compiled.params.items() if v is not None})
     sql, literals = found
     values = {**literals, **params} if literals else params
     if queue and defer(conn, sql, values, rows):
@@ -151,18 +160,12 @@ def run_prebuilt(conn: Connection, name: str, build: Any, params: dict[str, Any]
     return int(conn.exec_driver_sql(sql, values).rowcount)
 
 
-_PREBUILT: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
-
-
 def _defer_insert(conn: Connection, sql: str, group: list[dict[str, Any]]) -> bool:
     """Queue a (multi-row) INSERT in an open ``deferred.deferring`` block."""
     if len(group) == 1:
         return defer(conn, sql, group[0], 1)
-    head, values = sql.split(" VALUES ", 1)
-    rows = {f"r{i}_{k}": v for i, row in enumerate(group) for k, v in row.items()}
-    text = head + " VALUES " + ", ".join(
-        values.replace("%(", f"%(r{i}_") for i in range(len(group)))
-    return defer(conn, text, rows, len(group))
+    text, params = _many_rows(sql, group)
+    return defer(conn, text, params, len(group))
 
 
 def _where(table: sa.Table, columns: Sequence[str]) -> list[sa.ColumnElement[bool]]:
