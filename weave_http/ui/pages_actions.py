@@ -23,6 +23,7 @@ from weave_core.engine import Engine
 from weave_core.foundation import exactjson
 from weave_core.foundation.errors import InvalidJsonError, Problem, ValidationError
 from weave_core.foundation.exactjson import JSON
+from weave_core.runtime.checkpoints import run_pending
 from weave_core.runtime.controls import (
     ConcludeRequest,
     ControlRequest,
@@ -120,8 +121,6 @@ def _runner(engine: Engine, session: Session, wid: str, form: Form, action: str
     def _send() -> Any:
         acceptance = accept_signal(engine, ns, wid, signal, actor=actor)
         if acceptance.created and acceptance.pending_id is not None:
-            from weave_core.runtime.checkpoints import run_pending
-
             try:  # the fast path, as the API's route does; the tick is the safety net
                 run_pending(engine, acceptance.pending_id)
             except Exception:

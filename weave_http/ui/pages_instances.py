@@ -21,6 +21,7 @@ from weave_core.runtime import InstanceStatus
 from weave_core.runtime.reads import ListFilter, describe_instance, list_instances, read_history
 from weave_http.routes.workflows import utc_time
 from weave_http.ui.graph import render_graph, states_of
+from weave_http.ui.pages_actions import PERMISSION
 from weave_http.ui.queries import attempts_of, wait_reasons
 from weave_http.ui.render import page
 from weave_http.ui.session import Session
@@ -161,8 +162,6 @@ async def instance_page(request: Request, engine: Engine, session: Session) -> R
 
 def _done(request: Request) -> str | None:
     """The banner after an action (only a known action name is ever echoed)."""
-    from weave_http.ui.pages_actions import PERMISSION
-
     done = request.query_params.get("done")
     return done if done in PERMISSION else None
 
