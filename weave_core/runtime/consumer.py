@@ -69,8 +69,8 @@ from weave_core.runtime.instances import (
 from weave_core.runtime.programs import programs
 from weave_core.runtime.quarantine import hold_step_txn
 from weave_core.runtime.snapshot import LockedInstance, lock_chain
-from weave_core.runtime.status import set_status, settle_cancelling, to_review
-from weave_core.runtime.stopping import stop_txn
+from weave_core.runtime.status import settle_cancelling, to_review
+from weave_core.runtime.stopping import fail_after_settled_txn
 from weave_core.runtime.waits.polls import apply_round_result_txn, note_round_evidence_txn
 from weave_core.storage.locks import lock_activation, lock_inbox_row
 from weave_core.storage.retries import mysql_error_code
@@ -106,18 +106,6 @@ class ConsumeResult:
 
 
 # --- interpreting -------------------------------------------------------------------
-
-
-def _fail_after_settled(conn: Connection, engine: Engine, li: LockedInstance,
-                        history: History, program: Program, now: datetime) -> None:
-    """R-8.4 FAIL_AFTER_SETTLED: go CANCELLING and stop the instance like a cancel does
-    (:func:`~weave_core.runtime.stopping.stop_txn`): the gate closes, sibling tasks
-    are asked to cancel, timers, signal waits and polls are cancelled on their wait
-    record's version, and FAILED comes only once everything started has settled."""
-    set_status(li, history, InstanceStatus.CANCELLING, now=now,
-               reason=ReviewReason.TASK_FAILED.value)
-    stop_txn(conn, engine, li, history, program, reason=ReviewReason.TASK_FAILED.value,
-             actor=engine.actor, operation_id=None, now=now)
 
 
 def _apply_result(
@@ -161,7 +149,7 @@ def _apply_result(
     elif phase is Phase.SUCCEEDED:
         advance_txn(conn, engine, li, history, program, now=now, fact_at=row.created_at)
     elif phase is Phase.FAILED and li.failure_policy == FailurePolicy.FAIL_AFTER_SETTLED.value:
-        _fail_after_settled(conn, engine, li, history, program, now)
+        fail_after_settled_txn(conn, engine, li, history, program, now)
     else:
         to_review(conn, li, history, result.reason or phase.value.lower(), now=now)
     return result.reason or phase.value

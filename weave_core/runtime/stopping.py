@@ -10,7 +10,7 @@ collected; CANCELLING ends only when everything started has settled.
    RUNNING task gets ``cancel_requested`` (its worker sees it on the next heartbeat and
    reports); a result already delivered but not yet consumed is left to the consumer;
    a step holding no worker settles ``CANCELLED`` here. Durable waits (timers, signal
-   waits, polls) are ended first by :func:`~weave_core.runtime.waits.cancel_waits_txn`,
+   waits, polls) are ended first by :func:`~weave_core.runtime.wait_cancel.cancel_waits_txn`,
    on each wait record's version: the cancel wins an OPEN wait (a signal, timer or round
    result that comes later is recorded as the loser), or loses to the fact that ended it
    first; a poll with a round in flight stays ACTIVE until that round is collected;
@@ -34,11 +34,11 @@ from weave_core.planning.program import Program
 from weave_core.planning.snapshot import Phase
 from weave_core.runtime.frozen import instance_limits
 from weave_core.runtime.history import History
-from weave_core.runtime.instances import ActivationState
+from weave_core.runtime.instances import ActivationState, InstanceStatus, ReviewReason
 from weave_core.runtime.pending import close_all_txn
 from weave_core.runtime.snapshot import LockedInstance
-from weave_core.runtime.status import close_gate_txn, settle_cancelling
-from weave_core.runtime.waits.races import cancel_waits_txn
+from weave_core.runtime.status import close_gate_txn, set_status, settle_cancelling
+from weave_core.runtime.wait_cancel import cancel_waits_txn
 from weave_core.storage.locks import lock_activation
 from weave_core.storage.schema import weave_activations, weave_inbox, weave_tasks, weave_waits
 
@@ -121,4 +121,16 @@ def stop_txn(conn: Connection, engine: Engine, li: LockedInstance, history: Hist
     return settled_now
 
 
-__all__ = ["settle_step_cancelled_txn", "stop_txn"]
+def fail_after_settled_txn(conn: Connection, engine: Engine, li: LockedInstance,
+                        history: History, program: Program, now: datetime) -> None:
+    """R-8.4 FAIL_AFTER_SETTLED: go CANCELLING and stop the instance like a cancel does
+    (:func:`stop_txn`): the gate closes, sibling tasks
+    are asked to cancel, timers, signal waits and polls are cancelled on their wait
+    record's version, and FAILED comes only once everything started has settled."""
+    set_status(li, history, InstanceStatus.CANCELLING, now=now,
+               reason=ReviewReason.TASK_FAILED.value)
+    stop_txn(conn, engine, li, history, program, reason=ReviewReason.TASK_FAILED.value,
+             actor=engine.actor, operation_id=None, now=now)
+
+
+__all__ = ["fail_after_settled_txn", "settle_step_cancelled_txn", "stop_txn"]

@@ -11,7 +11,8 @@ points:
   result;
 - :func:`accept_signal` (``signals``) and :func:`expire_signals` (``signal_expiry``) —
   the API and the tick;
-- :func:`cancel_waits_txn` and :func:`resume_waits_txn` (``races``) — stopping, pausing;
+- :func:`cancel_waits_txn` (``runtime.wait_cancel``) and :func:`resume_waits_txn` (``races``) —
+  stopping, pausing;
 - :func:`describe_waits` (``views``) — the instance view (waits, signals, poll rounds);
 - :func:`start_problems` (``declared``) — admission (R-7.7).
 
@@ -20,11 +21,12 @@ Inside, the modules point one way: ``due`` and ``views`` → ``signals`` → ``t
 ``races`` stand beside them. See docs/waits.md for the rules, races and limits.
 """
 
+from weave_core.runtime.wait_cancel import cancel_waits_txn
 from weave_core.runtime.wait_opening import WAIT_COMMANDS, open_wait_txn
 from weave_core.runtime.waits.declared import start_problems
 from weave_core.runtime.waits.due import wait_pending_txn
 from weave_core.runtime.waits.polls import apply_round_result_txn
-from weave_core.runtime.waits.races import cancel_waits_txn, resume_waits_txn
+from weave_core.runtime.waits.races import resume_waits_txn
 from weave_core.runtime.waits.signal_expiry import expire_signals
 from weave_core.runtime.waits.signals import (
     Acceptance,

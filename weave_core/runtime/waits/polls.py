@@ -51,6 +51,7 @@ from weave_core.runtime.pending import (
 )
 from weave_core.runtime.snapshot import LockedInstance
 from weave_core.runtime.status import set_status
+from weave_core.runtime.wait_cancel import lose_bound_txn
 from weave_core.runtime.wait_opening import start_round_txn, task_command_from_json
 from weave_core.runtime.wait_records import (
     ROUND_LATE,
@@ -67,7 +68,7 @@ from weave_core.runtime.wait_records import (
 )
 from weave_core.runtime.waits.locking import lock_matching_signal, lock_poll_round, lock_wait
 from weave_core.runtime.waits.settling import settle_step_txn
-from weave_core.runtime.waits.signal_waits import consume_signal_txn, lose_bound_txn
+from weave_core.runtime.waits.signal_waits import consume_signal_txn
 from weave_core.storage.db import savepoint
 from weave_core.storage.locks import lock_activation
 from weave_core.storage.schema import weave_activations, weave_inbox, weave_poll_rounds

@@ -22,6 +22,7 @@ from weave_core.runtime.history import History
 from weave_core.runtime.instances import PHASE_OF_OUTCOME, InstanceStatus
 from weave_core.runtime.snapshot import LockedInstance
 from weave_core.runtime.status import settle_cancelling, to_review
+from weave_core.runtime.stopping import fail_after_settled_txn
 from weave_core.storage.schema import weave_activations
 from weave_core.storage.statements import update_keyed
 
@@ -36,11 +37,6 @@ def settle_step_txn(
     ``fact_at`` is the database acceptance time of the winning fact: it decides "on time"
     for the instance deadline (R-6.7).
     """
-    # The one upward import of the waits: FAIL_AFTER_SETTLED stops the instance as a cancel
-    # does (runtime.stopping, above the waits, which it cancels); a top-level import would
-    # close the circle consumer -> waits -> consumer.
-    from weave_core.runtime.consumer import _fail_after_settled
-
     phase = PHASE_OF_OUTCOME.get(result.outcome)
     if phase is None:  # CONTINUE never settles a step
         phase, result = Phase.NEEDS_REVIEW, StepResult(StepOutcome.NEEDS_REVIEW,
@@ -65,7 +61,7 @@ def settle_step_txn(
     elif phase is Phase.SUCCEEDED:
         advance_txn(conn, engine, li, history, program, now=now, fact_at=fact_at)
     elif phase is Phase.FAILED and li.failure_policy == "FAIL_AFTER_SETTLED":
-        _fail_after_settled(conn, engine, li, history, program, now)
+        fail_after_settled_txn(conn, engine, li, history, program, now)
     else:
         to_review(conn, li, history, result.reason or phase.value.lower(), now=now)
     return phase

@@ -15,6 +15,7 @@ from weave_core.plugins.nodespec import Fact, FactKind
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import iso, load_json
 from weave_core.runtime.snapshot import LockedInstance
+from weave_core.runtime.wait_cancel import lose_bound_txn
 from weave_core.runtime.wait_records import (
     LoserClass,
     SignalState,
@@ -22,30 +23,10 @@ from weave_core.runtime.wait_records import (
     WaitState,
     Winner,
     finish_wait_rows_txn,
-    record_loser,
     settle_wait_txn,
 )
-from weave_core.runtime.waits.locking import lock_bound_signals, lock_wait
 from weave_core.runtime.waits.settling import settle_step_txn
 from weave_core.storage.schema import weave_signals
-
-
-def lose_bound_txn(conn: Connection, history: History, wait: Row[Any],
-                   classification: LoserClass, now: datetime) -> int:
-    """Signals bound to a wait that ended otherwise: LOST, each recorded; none advances."""
-    lost = 0
-    bound = lock_bound_signals(conn, wait.instance_id, wait.activation_id)
-    if bound:
-        wait = lock_wait(conn, wait.activation_id) or wait  # its winner, for the record
-    for sig in bound:
-        s = weave_signals
-        conn.execute(sa.update(s).where(s.c.id == sig.id, s.c.version == int(sig.version))
-                     .values(state=SignalState.LOST, version=int(sig.version) + 1,
-                             settled_at=now, reason=classification.value))
-        record_loser(history, wait, "signal", classification,
-                     details={"signal_id": sig.signal_id, "accepted_at": iso(sig.accepted_at)})
-        lost += 1
-    return lost
 
 
 def consume_signal_txn(conn: Connection, engine: Engine, li: LockedInstance, history: History,
@@ -76,4 +57,4 @@ def consume_signal_txn(conn: Connection, engine: Engine, li: LockedInstance, his
     return True
 
 
-__all__ = ["consume_signal_txn", "lose_bound_txn"]
+__all__ = ["consume_signal_txn"]

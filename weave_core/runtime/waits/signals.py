@@ -52,6 +52,7 @@ from weave_core.runtime.history import History
 from weave_core.runtime.instances import TERMINAL, InstanceStatus, iso, load_json, new_operation_id
 from weave_core.runtime.pending import PendingKind, schedule_txn
 from weave_core.runtime.snapshot import LockedInstance
+from weave_core.runtime.wait_cancel import lose_bound_txn
 from weave_core.runtime.wait_records import (
     SIGNAL_REASON,
     LoserClass,
@@ -64,7 +65,7 @@ from weave_core.runtime.waits.locking import (
     lock_matching_signal,
     lock_wait,
 )
-from weave_core.runtime.waits.signal_waits import consume_signal_txn, lose_bound_txn
+from weave_core.runtime.waits.signal_waits import consume_signal_txn
 from weave_core.runtime.waits.timers import timeout_txn
 from weave_core.storage.locks import lock_activation, lock_instance, lock_namespace_shared
 from weave_core.storage.schema import weave_instances, weave_signals, weave_waits

@@ -27,6 +27,7 @@ from weave_core.plugins.nodespec import Fact, FactKind
 from weave_core.runtime.history import History
 from weave_core.runtime.instances import iso
 from weave_core.runtime.snapshot import LockedInstance
+from weave_core.runtime.wait_cancel import lose_bound_txn
 from weave_core.runtime.wait_records import (
     LoserClass,
     WaitKind,
@@ -40,7 +41,7 @@ from weave_core.runtime.wait_records import (
 from weave_core.runtime.waits.locking import lock_matching_signal, lock_wait
 from weave_core.runtime.waits.polls import poll_deadline_txn
 from weave_core.runtime.waits.settling import settle_step_txn
-from weave_core.runtime.waits.signal_waits import consume_signal_txn, lose_bound_txn
+from weave_core.runtime.waits.signal_waits import consume_signal_txn
 from weave_core.storage.locks import lock_activation
 
 
