@@ -14,6 +14,7 @@ from weave_core.foundation.exactjson import (
     depth,
     dumps,
     loads,
+    loads_stored,
     size_of,
 )
 
@@ -27,5 +28,6 @@ __all__ = [
     "depth",
     "dumps",
     "loads",
+    "loads_stored",
     "size_of",
 ]

@@ -137,6 +137,40 @@ def _too_deep(max_depth: int) -> JSONTooDeepError:
     )
 
 
+_STRICT = json.JSONDecoder(
+    parse_float=_parse_number,
+    parse_int=_parse_int,
+    parse_constant=_reject_constant,
+    object_pairs_hook=_no_duplicates,
+)
+"""The one strict decoder: ``json.loads`` with these hooks would build a new decoder on
+every call (a few µs each, on the engine's hot path)."""
+
+_STORED = json.JSONDecoder(parse_float=Decimal)
+
+
+def loads_stored(text: str) -> JSON:
+    """Read back canonical text this library wrote (e.g. a column the engine stored):
+    the same value :func:`loads` gives, without the checks that only untrusted text
+    needs.
+
+    Why: canonical text has no duplicate keys, no NaN or Infinity, numbers within the digit
+    limit (they were checked when the value was first accepted) and the nesting it had
+    then, so the per-object and per-integer hooks and the depth walk of :func:`loads` —
+    most of its cost — prove nothing here. Text that is not JSON still raises
+    ``JSONDecodeError``; anything else that might not be canonical goes to :func:`loads`.
+    """
+    try:
+        return _STORED.decode(text)
+    except json.JSONDecodeError as exc:
+        raise JSONDecodeError(
+            f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+            details={"line": exc.lineno, "column": exc.colno},
+        ) from exc
+    except RecursionError as exc:
+        raise _too_deep(MAX_DEPTH) from exc
+
+
 def loads(data: bytes | str, *, max_depth: int = MAX_DEPTH, max_bytes: int | None = None) -> JSON:
     """Parse one JSON document exactly, or raise ``JSONDecodeError`` (or a subclass)."""
     if isinstance(data, bytes):
@@ -156,13 +190,7 @@ def loads(data: bytes | str, *, max_depth: int = MAX_DEPTH, max_bytes: int | Non
     if text.startswith("\ufeff"):
         raise JSONDecodeError("a byte order mark is not allowed before JSON")
     try:
-        value = json.loads(
-            text,
-            parse_float=_parse_number,
-            parse_int=_parse_int,
-            parse_constant=_reject_constant,
-            object_pairs_hook=_no_duplicates,
-        )
+        value = _STRICT.decode(text)
     except RecursionError as exc:
         raise _too_deep(max_depth) from exc
     except json.JSONDecodeError as exc:
@@ -359,5 +387,6 @@ __all__ = [
     "depth",
     "dumps",
     "loads",
+    "loads_stored",
     "size_of",
 ]

@@ -5,18 +5,26 @@ seeing every statement; on SQLite nothing is held back."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy import event
 from sqlalchemy.engine import Connection
 
 from tests.round_trips import RoundTrips
 from weave_core.access.identity import create_namespace
 from weave_core.storage.db import Database
-from weave_core.storage.deferred import Answer, DeferredWriteMismatch, deferring, send_with
+from weave_core.storage.deferred import (
+    Answer,
+    DeferredWriteMismatch,
+    _mogrify,
+    deferring,
+    send_with,
+)
 from weave_core.storage.retries import mysql_error_code
 from weave_core.storage.schema import weave_audit, weave_queues
 from weave_core.storage.statements import (
@@ -217,3 +225,35 @@ def test_a_queued_write_that_misses_its_row_is_refused_before_the_read_is_answer
 
     with pytest.raises(DeferredWriteMismatch):
         mysql_db.transaction(_run, name="t")
+
+
+_bound = (st.text() | st.integers(-2**63, 2**63 - 1) | st.booleans() | st.none()
+          | st.datetimes(timezones=st.none() | st.just(UTC))
+          | st.decimals(allow_nan=False, allow_infinity=False) | st.binary(max_size=16))
+
+
+@pytest.mark.parametrize("mode", ["", "NO_BACKSLASH_ESCAPES"])
+def test_queued_statements_are_escaped_exactly_as_pymysql_escapes_them(
+    mysql_db: Database, mode: str
+) -> None:
+    """The batch's own escaping of the common types writes the very text PyMySQL's
+    ``mogrify`` writes, for any value (quotes, backslashes, NULs, non-ASCII, zones,
+    microseconds), in both escaping modes of the server."""
+    raw = mysql_db.engine.raw_connection()
+    try:
+        dbapi = raw.dbapi_connection
+        assert dbapi is not None
+        cursor = dbapi.cursor()
+        cursor.execute(f"SET SESSION sql_mode = '{mode}'")
+
+        @settings(max_examples=300, deadline=None)
+        @given(st.dictionaries(st.from_regex(r"[a-z]{1,6}", fullmatch=True), _bound,
+                               max_size=6))
+        def same_text(params: dict[str, Any]) -> None:
+            sql = "SELECT " + ", ".join(f"%({k})s" for k in params) if params else "SELECT 1"
+            assert _mogrify(dbapi, cursor, sql, params) == cursor.mogrify(sql, params or None)
+
+        same_text()
+        cursor.execute("SET SESSION sql_mode = DEFAULT")
+    finally:
+        raw.close()

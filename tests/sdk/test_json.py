@@ -6,6 +6,8 @@ import json
 from decimal import Decimal
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from weave_sdk import JSONDecodeError, dumps, exactjson, loads
 
@@ -57,3 +59,32 @@ def test_a_string_is_written_as_the_standard_encoder_writes_it(text: str) -> Non
                           separators=(",", ":"))
     assert exactjson.canonical_dumps({"k": text, text: [text]}) == expected
     assert exactjson.loads(exactjson.dumps(text)) == text
+
+
+_canonical_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**30, 10**30) | st.text()
+    | st.decimals(allow_nan=False, allow_infinity=False, places=None).filter(
+        lambda d: d.is_finite() and len(d.as_tuple().digits) < 60),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                 max_size=4),
+    max_leaves=20,
+)
+
+
+@given(_canonical_values)
+def test_stored_canonical_text_reads_back_as_the_strict_reader_reads_it(value: object) -> None:
+    """``loads_stored`` (the engine's reader of its own columns) gives what ``loads`` gives
+    for every canonical text: the same values, the same types (int stays int, Decimal
+    keeps its digits)."""
+    text = exactjson.canonical_dumps(value)
+    strict, stored = loads(text), exactjson.loads_stored(text)
+    assert stored == strict
+    assert exactjson.canonical_dumps(stored) == text
+    assert json.dumps(stored, default=repr, sort_keys=True) == json.dumps(
+        strict, default=repr, sort_keys=True)
+
+
+@pytest.mark.parametrize("text", ["{", "", "[1,]", '{"a" 1}'])
+def test_stored_text_that_is_not_json_is_refused(text: str) -> None:
+    with pytest.raises(JSONDecodeError):
+        exactjson.loads_stored(text)

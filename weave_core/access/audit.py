@@ -19,7 +19,6 @@ from weave_core.foundation.exactjson import JSON
 from weave_core.storage.schema import weave_audit
 
 MAX_LIST_LIMIT = 1000
-_READ_MAX_DEPTH = 512
 
 
 @dataclass(frozen=True)
@@ -102,7 +101,7 @@ def write_audit(
 
 def _parse(text: str | None) -> JSON:
     # Our own canonical text: any depth we wrote is accepted back.
-    return None if text is None else exactjson.loads(text, max_depth=_READ_MAX_DEPTH)
+    return None if text is None else exactjson.loads_stored(text)
 
 
 def list_audit(

@@ -42,7 +42,6 @@ AUDIT_ACTION = "definition.published"
 AUDIT_OBJECT_TYPE = "definition"
 
 # Stored documents are our own canonical text: any depth we accepted reads back.
-_READ_MAX_DEPTH = 512
 
 
 @dataclass(frozen=True)
@@ -84,7 +83,7 @@ def _record(row: RowMapping) -> DefinitionRecord:
         definition_id=row["definition_id"],
         version=row["version"],
         content_hash=row["content_hash"],
-        document=exactjson.loads(row["document"], max_depth=_READ_MAX_DEPTH),
+        document=exactjson.loads_stored(row["document"]),
         published_at=row["published_at"],
         published_by=row["published_by"],
     )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import secrets
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -16,6 +15,7 @@ from sqlalchemy.engine import Row
 from weave_core.foundation import exactjson
 from weave_core.foundation.errors import Problem, ValidationError
 from weave_core.foundation.exactjson import JSON
+from weave_core.foundation.randomness import random_hex
 from weave_core.plugins.nodespec import RetryPolicy, TaskCommand, Timeouts
 
 
@@ -87,7 +87,7 @@ def new_id(prefix: str) -> str:
 
     The application clock only orders ids; no decision reads it.
     """
-    return f"{prefix}_{int(time.time() * 1000):012x}{secrets.token_hex(8)}"
+    return f"{prefix}_{int(time.time() * 1000):012x}{random_hex(8)}"
 
 
 def check_name(value: str, what: str) -> str:
@@ -186,7 +186,7 @@ class TaskError:
 
 
 def _doc(text: str | None) -> JSON:
-    return None if text is None else exactjson.loads(text, max_depth=512)
+    return None if text is None else exactjson.loads_stored(text)
 
 
 @dataclass(frozen=True)

@@ -201,8 +201,8 @@ def settled_view(task: Row[Any], status: TaskStatus, revision: int, result: JSON
     row stores, so the view equals what a read returns."""
     return dataclasses.replace(
         TaskView.from_row(task), status=status, revision=revision,
-        result=None if result is None else exactjson.loads(exactjson.dumps(result)),
-        error=None if error is None else exactjson.loads(exactjson.dumps(error)),
+        result=None if result is None else exactjson.loads_stored(exactjson.dumps(result)),
+        error=None if error is None else exactjson.loads_stored(exactjson.dumps(error)),
         effect_unknown=bool(task.effect_unknown), updated_at=now,
     )
 

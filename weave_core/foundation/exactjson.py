@@ -36,6 +36,16 @@ def loads(
         raise _engine_error(exc) from exc
 
 
+def loads_stored(text: str) -> JSON:
+    """Read back canonical text the engine wrote to its own tables (a hot-path read: see
+    ``weave_sdk.exactjson.loads_stored``); text that is not JSON raises
+    ``InvalidJsonError``."""
+    try:
+        return _exact.loads_stored(text)
+    except _exact.JSONDecodeError as exc:
+        raise _engine_error(exc) from exc
+
+
 def canonical_number(value: int | Decimal) -> str:
     """The one spelling of a number (see ``weave_sdk.exactjson.canonical_number``)."""
     try:
@@ -86,5 +96,6 @@ __all__ = [
     "depth",
     "dumps",
     "loads",
+    "loads_stored",
     "size_of",
 ]

@@ -132,7 +132,7 @@ class Frozen:
 def parse(text: str, engine_limits: Limits) -> Frozen:
     """The stored configuration ``text``; a limit it does not name (added by a later
     engine) takes the engine's value."""
-    raw = exactjson.loads(text)
+    raw = exactjson.loads_stored(text)
     assert isinstance(raw, dict)
     stored = raw.get("limits") or {}
     names = {f.name for f in dataclasses.fields(Limits)}
@@ -239,7 +239,7 @@ def read_config(conn: Connection, key: str | None) -> JSON:
         if text is None:
             return None
         _remember(key, text)
-    return exactjson.loads(text)
+    return exactjson.loads_stored(text)
 
 
 def _remember(key: str, text: str) -> None:

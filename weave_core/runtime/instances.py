@@ -14,8 +14,6 @@ from weave_core.foundation.exactjson import JSON
 from weave_core.planning.snapshot import Phase
 from weave_core.plugins.nodespec import StepOutcome
 
-_READ_MAX_DEPTH: Final = 512  # our own canonical text reads back at any depth we wrote
-
 
 class InstanceStatus(StrEnum):
     """Where an instance is (R-3.4). ``paused`` is a separate flag."""
@@ -83,7 +81,7 @@ def new_operation_id() -> str:
 
 def load_json(text: str | None) -> JSON:
     """Parse a stored canonical JSON column exactly (None stays None)."""
-    return None if text is None else exactjson.loads(text, max_depth=_READ_MAX_DEPTH)
+    return None if text is None else exactjson.loads_stored(text)
 
 
 @dataclass(frozen=True)

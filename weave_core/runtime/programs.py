@@ -27,7 +27,6 @@ from weave_core.runtime.snapshot import LockedInstance
 from weave_core.storage.schema import weave_definitions
 
 CACHE_SIZE: Final = 256
-_READ_MAX_DEPTH: Final = 512
 
 Key = tuple[str, ...]
 
@@ -102,7 +101,7 @@ class ProgramCache:
                 f"definition {definition_id!r} version {version!r} not found",
                 details={"definition_id": definition_id, "version": version},
             )
-        return exactjson.loads(text, max_depth=_READ_MAX_DEPTH)
+        return exactjson.loads_stored(text)
 
 
 _caches: dict[int, ProgramCache] = {}

@@ -252,7 +252,7 @@ def lock_chain(
     ns = lock_namespace_shared(conn, namespace, columns=_NAMESPACE_COLUMNS)
     if ns is None:
         return None
-    queues = tuple(exactjson.loads(peek.queues))
+    queues = tuple(exactjson.loads_stored(peek.queues))
     if capacity and task_queue is not None:
         lock_capacity_txn(conn, namespace, sorted({*queues, task_queue}))
     elif capacity and _needs_capacity(peek.status, queues):
@@ -279,7 +279,7 @@ def lock_step_chain(
         columns=_CHAIN_COLUMNS)
     if ns is None or row is None or row.namespace != namespace or act is None:
         return None
-    return _locked(row, gate, ns, tuple(exactjson.loads(peek.queues)), steps), act, task
+    return _locked(row, gate, ns, tuple(exactjson.loads_stored(peek.queues)), steps), act, task
 
 
 # What a working copy is built from (``_locked``, ``_step_record``): only these are read.
@@ -326,7 +326,7 @@ def lock_chains(
     ns = lock_namespace_shared(conn, namespace)
     if ns is None:
         return Chains()
-    queues = {iid: tuple(exactjson.loads(p.queues)) for iid, p in live.items()}
+    queues = {iid: tuple(exactjson.loads_stored(p.queues)) for iid, p in live.items()}
     capacity = {q for iid, p in live.items() if _needs_capacity(p.status, queues[iid])
                 for q in queues[iid]}
     if capacity:

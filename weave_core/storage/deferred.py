@@ -29,12 +29,15 @@ Only on MariaDB/MySQL; on SQLite (and outside a block) every write runs at once.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import pymysql
+from pymysql.constants import SERVER_STATUS
+from pymysql.converters import escape_string
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
@@ -137,7 +140,7 @@ def send_with(conn: Connection, statements: Sequence[tuple[str, dict[str, Any]]]
         everything = [(sql, params) for sql, params, _ in items] + list(statements)
         for sql, params in everything:  # listeners see every statement, as if sent alone
             conn.dispatch.before_cursor_execute(conn, cursor, sql, params, None, False)
-        text = ";\n".join(cursor.mogrify(sql, params) for sql, params in everything)
+        text = ";\n".join(_mogrify(dbapi, cursor, sql, params) for sql, params in everything)
         answers = _send(conn, cursor, text)
     finally:
         cursor.close()
@@ -146,6 +149,35 @@ def send_with(conn: Connection, statements: Sequence[tuple[str, dict[str, Any]]]
             raise DeferredWriteMismatch(
                 f"{got.rowcount} rows (expected {expected}) for: {sql[:120]}")
     return answers[len(items):]
+
+
+def _text(value: str) -> str:
+    return "'" + escape_string(value) + "'"
+
+
+def _time(value: datetime) -> str:
+    if value.tzinfo is not None:  # PyMySQL drops the zone: its own path says how
+        return str(pymysql.converters.escape_datetime(value))
+    return "'" + value.isoformat(" ") + "'"  # escape_datetime's text, built in C
+
+
+_LITERALS: dict[type, Callable[[Any], str]] = {
+    str: _text, int: str, bool: lambda v: "1" if v else "0", type(None): lambda _: "NULL",
+    datetime: _time,
+}
+"""The values the engine binds most, escaped by PyMySQL's own functions without its
+generic dispatch (a third of a step's client time went to escaping ~190 values)."""
+
+
+def _mogrify(dbapi: Any, cursor: Any, sql: str, params: dict[str, Any]) -> str:
+    """``cursor.mogrify(sql, params)``, the same text (a test compares them), cheaper:
+    the common types take :data:`_LITERALS`; any other value, and a server in
+    ``NO_BACKSLASH_ESCAPES`` mode, take PyMySQL's own path."""
+    if not params or dbapi.server_status & SERVER_STATUS.SERVER_STATUS_NO_BACKSLASH_ESCAPES:
+        return str(cursor.mogrify(sql, params or None))
+    escape = dbapi.escape
+    return sql % {key: (_LITERALS.get(type(value)) or escape)(value)
+                  for key, value in params.items()}
 
 
 def _answer(cursor: Any) -> Answer:

@@ -154,7 +154,7 @@ def accept(engine: Engine, namespace: str, workflow_id: str, request: AcceptRequ
             reason=ACCEPTED_REASON, updated_at=now, settled_at=now))
         previous = rec.reason
         rec.phase, rec.version, rec.reason = Phase.SUCCEEDED, rec.version + 1, ACCEPTED_REASON
-        rec.output = exactjson.loads(exactjson.dumps(output))
+        rec.output = exactjson.loads_stored(exactjson.dumps(output))
         li.put_step(rec)
         history.record("step.succeeded", step_id=rec.step_id, activation_id=act.activation_id,
                        from_state=Phase.NEEDS_REVIEW.value, to_state=Phase.SUCCEEDED.value,

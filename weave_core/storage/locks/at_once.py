@@ -48,6 +48,8 @@ class _Prebuilt:
 
 
 _PREBUILT: dict[tuple[Any, ...], _Prebuilt] = {}
+_PACKED = json.JSONDecoder(parse_float=Decimal)
+"""One decoder for every packed row (``json.loads`` with an option builds one a call)."""
 
 
 def _prebuilt(conn: Connection, name: tuple[Any, ...], level: LockLevel | None,
@@ -73,7 +75,7 @@ def _prebuilt(conn: Connection, name: tuple[Any, ...], level: LockLevel | None,
 
         def row(values: tuple[Any, ...], record: Any = record, flags: list[int] = flags,
                 times: list[int] = times) -> Any:
-            items = json.loads(values[0], parse_float=Decimal)
+            items = _PACKED.decode(values[0])
             for i in flags:
                 if items[i] is not None:
                     items[i] = bool(items[i])
