@@ -20,7 +20,9 @@ def rfc3339(value: datetime) -> str:
     """
     if value.tzinfo is not None:
         value = value.astimezone(UTC).replace(tzinfo=None)
-    return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # isoformat is the C path (strftime parses its format on every call: ~1% of a server's
+    # CPU under load); the same text, and four year digits even before year 1000.
+    return value.isoformat(timespec="microseconds") + "Z"
 
 
 UtcDatetime = Annotated[
