@@ -279,3 +279,33 @@ def test_mysql_tables_use_innodb_utf8mb4_bin_and_datetime6(empty_mysql_url: str)
         db.dispose()
     assert tables == {("InnoDB", "utf8mb4_bin")}
     assert times == {"datetime(6)"}
+
+
+def test_release_shards_are_made_for_existing_counters_and_folded_back_on_downgrade(
+    empty_url: str, empty_db: Database
+) -> None:
+    """0008 gives every quota and queue already there its 16 release shards; going back
+    to 0007 first gives what the shards hold back to the counters' rows, so the rows
+    alone count right again."""
+    upgrade(empty_url, "0007_review")
+    at = "2026-12-04 00:00:00"
+    with empty_db.engine.begin() as conn:
+        conn.execute(sa.text("INSERT INTO weave_namespace_quotas (namespace, task_quota, "
+                             "outstanding, updated_at) VALUES ('n', 10, 4, :at)"), {"at": at})
+        conn.execute(sa.text("INSERT INTO weave_queues (namespace, name, capacity, "
+                             "outstanding, created_at, updated_at) VALUES ('n', 'q', 5, 3, "
+                             ":at, :at)"), {"at": at})
+    upgrade(empty_url, "0008_release_shards")
+    shards = sa.text("SELECT counter, COUNT(*), SUM(released) FROM weave_capacity_releases "
+                     "GROUP BY counter ORDER BY counter")
+    with empty_db.engine.begin() as conn:
+        assert [tuple(r) for r in conn.execute(shards)] == [("", 16, 0), ("q", 16, 0)]
+        conn.execute(sa.text("UPDATE weave_capacity_releases SET released = 1 "
+                             "WHERE shard IN (0, 7)"))  # two units of each given back
+    downgrade(empty_url, "0007_review")
+    with empty_db.engine.connect() as conn:
+        counts = conn.execute(sa.text(
+            "SELECT (SELECT outstanding FROM weave_namespace_quotas), "
+            "(SELECT outstanding FROM weave_queues)")).one()
+    assert tuple(counts) == (2, 1)
+    assert "weave_capacity_releases" not in _tables(empty_db)

@@ -195,11 +195,9 @@ def test_a_full_queue_in_a_step_defers_the_successor(any_engine: Engine) -> None
     assert engine.db.read(lambda c: get_queue(c, ns, "q")).outstanding == 0
 
 
-def test_the_last_step_gives_its_unit_back_even_when_the_quota_row_is_busy(
-    engine: Engine,
-) -> None:
-    """The net release locks the quota row without waiting; held elsewhere, the step re-runs
-    in lock order and waits its turn like any transaction."""
+def _last_step_while_held(engine: Engine, statement: str) -> tuple[str, str, StepDone, float]:
+    """Run the last step of a one-step sequence while another connection holds what
+    ``statement`` (a locking read, given the namespace) locks for half a second."""
     ns, wid = _seq(engine, "a")
     (a,) = work(engine, ns, handlers=["a"])
     url = sa.make_url(engine.db.url)
@@ -209,8 +207,7 @@ def test_the_last_step_gives_its_unit_back_even_when_the_quota_row_is_busy(
     def _hold() -> None:
         with holder.cursor() as cur:
             cur.execute("BEGIN")
-            cur.execute("SELECT outstanding FROM weave_namespace_quotas WHERE namespace = %s "
-                        "FOR UPDATE", (ns,))
+            cur.execute(statement, (ns,))
             held.set()
             time.sleep(0.5)
         holder.commit()
@@ -223,8 +220,44 @@ def test_the_last_step_gives_its_unit_back_even_when_the_quota_row_is_busy(
     waited = time.monotonic() - began
     thread.join()
     holder.close()
-    assert done.one_transaction and waited >= 0.3
+    return ns, wid, done, waited
+
+
+def _quota_rows(engine: Engine, ns: str) -> tuple[int, int]:
+    """The quota row's ``outstanding`` and what its release shards hold."""
+    row = engine.db.read(lambda c: c.execute(sa.text(
+        "SELECT (SELECT outstanding FROM weave_namespace_quotas WHERE namespace = :ns), "
+        "(SELECT SUM(released) FROM weave_capacity_releases WHERE namespace = :ns "
+        "AND counter = '')"), {"ns": ns}).one())
+    return int(row[0]), int(row[1])
+
+
+def test_the_last_step_gives_its_unit_back_without_waiting_for_a_busy_counter_row(
+    engine: Engine,
+) -> None:
+    """The net release goes into a release shard: a transaction holding the quota and
+    queue rows (a start, say) does not hold it up, and the counts read right after."""
+    ns, wid, done, waited = _last_step_while_held(
+        engine, "SELECT q.outstanding, u.outstanding FROM weave_namespace_quotas q "
+        "JOIN weave_queues u ON u.namespace = q.namespace WHERE q.namespace = %s FOR UPDATE")
+    assert done.one_transaction and waited < 0.3
     assert instance(engine, wid).status == "SUCCEEDED"
+    assert _quota_rows(engine, ns) == (1, 1)  # the row untouched, one unit in a shard
+    assert engine.db.read(lambda c: get_quota(c, ns)).outstanding == 0
+    assert engine.db.read(lambda c: get_queue(c, ns, "q")).outstanding == 0
+
+
+def test_with_every_release_shard_busy_the_last_step_gives_back_through_the_row(
+    engine: Engine,
+) -> None:
+    """No shard free: the step re-runs with the counter locks taken in order and gives
+    the unit back through the quota row itself; the shards were never waited for."""
+    ns, wid, done, waited = _last_step_while_held(
+        engine, "SELECT released FROM weave_capacity_releases WHERE namespace = %s "
+        "AND counter = '' FOR UPDATE")
+    assert done.one_transaction and waited < 0.3
+    assert instance(engine, wid).status == "SUCCEEDED"
+    assert _quota_rows(engine, ns) == (0, 0)
     assert engine.db.read(lambda c: get_quota(c, ns)).outstanding == 0
 
 
@@ -295,8 +328,9 @@ def test_concurrent_steps_never_exceed_capacity_and_counters_stay_exact(
 ) -> None:
     """I5 under concurrency: four workers step eight seq3 instances through a queue of
     capacity 3 and a quota of 5, each from its own connection, while starts that find the
-    queue full wait for the tick; a monitor reads the counters and the open tasks in one
-    snapshot throughout: never over the limits, always equal to the tasks they count."""
+    queue full wait for the tick; a monitor reads the counters (rows less release shards)
+    and the open tasks in one snapshot throughout: never over the limits, always equal to
+    the tasks they count."""
     ns = new_namespace(engine)
     publish(engine, ns, definition("seq", [task(n) for n in ("a", "b", "c")]))
     set_queue_capacity(engine.db, ns, "q", 3, actor="test")
@@ -307,11 +341,15 @@ def test_concurrent_steps_never_exceed_capacity_and_counters_stay_exact(
     errors: list[BaseException] = []
 
     def _counters(conn: Any) -> tuple[int, int, int]:
-        # one statement, so one snapshot (the engine reads at READ COMMITTED)
+        # one statement, so one snapshot (the engine reads at READ COMMITTED); a counter
+        # is its row less what its release shards hold
         row = conn.execute(sa.text(
             "SELECT (SELECT outstanding FROM weave_queues WHERE namespace = :ns "
-            "AND name = 'q'), (SELECT outstanding FROM weave_namespace_quotas "
-            "WHERE namespace = :ns), (SELECT COUNT(*) FROM weave_tasks WHERE namespace = :ns "
+            "AND name = 'q') - (SELECT SUM(released) FROM weave_capacity_releases "
+            "WHERE namespace = :ns AND counter = 'q'), (SELECT outstanding FROM "
+            "weave_namespace_quotas WHERE namespace = :ns) - (SELECT SUM(released) FROM "
+            "weave_capacity_releases WHERE namespace = :ns AND counter = ''), "
+            "(SELECT COUNT(*) FROM weave_tasks WHERE namespace = :ns "
             "AND status IN ('PENDING', 'RUNNING'))"), {"ns": ns}).one()
         return int(row[0]), int(row[1]), int(row[2])
 
@@ -358,6 +396,10 @@ def test_concurrent_steps_never_exceed_capacity_and_counters_stay_exact(
     assert max(quota for _, quota, _ in seen) <= 5
     assert [c for c in seen if not c[0] == c[1] == c[2]] == []
     assert engine.db.read(_counters) == (0, 0, 0)
+    shards = engine.db.read(lambda c: c.execute(sa.text(
+        "SELECT SUM(released) FROM weave_capacity_releases WHERE namespace = :ns"),
+        {"ns": ns}).scalar_one())
+    assert shards > 0  # the last steps gave back through release shards, concurrently
 
 
 @pytest.mark.parametrize("point", ["settle", "inbox", "successor", "commit"])

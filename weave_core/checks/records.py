@@ -76,11 +76,13 @@ def operations_without_audit(conn: Connection, ctx: CheckContext) -> list[Violat
 
 @check("I5", "queue_counter")
 def queue_counters(conn: Connection, ctx: CheckContext) -> list[Violation]:
-    """A queue's outstanding count equals its unsettled tasks (one statement, one
-    snapshot) and stays within its capacity, unless an operator lowered the capacity
-    below what it held."""
+    """A queue's outstanding count (its row less its release shards) equals its unsettled
+    tasks (one statement, one snapshot) and stays within its capacity, unless an operator
+    lowered the capacity below what it held."""
     found = rows(conn, ctx, """
-        SELECT q.name, q.capacity, q.outstanding,
+        SELECT q.name, q.capacity, q.outstanding - COALESCE((SELECT SUM(r.released)
+             FROM weave_capacity_releases r WHERE r.namespace = q.namespace
+             AND r.counter = q.name), 0) AS outstanding,
           (SELECT COUNT(*) FROM weave_tasks t WHERE t.namespace = q.namespace
              AND t.queue = q.name AND t.status IN :unsettled) AS tasks,
           (SELECT COUNT(*) FROM weave_audit a WHERE a.namespace = q.namespace
@@ -105,7 +107,9 @@ def queue_counters(conn: Connection, ctx: CheckContext) -> list[Violation]:
 def quota_counters(conn: Connection, ctx: CheckContext) -> list[Violation]:
     """The namespace's outstanding count equals its unsettled tasks, within its quota."""
     found = rows(conn, ctx, """
-        SELECT q.task_quota, q.outstanding,
+        SELECT q.task_quota, q.outstanding - COALESCE((SELECT SUM(r.released)
+             FROM weave_capacity_releases r WHERE r.namespace = q.namespace
+             AND r.counter = ''), 0) AS outstanding,
           (SELECT COUNT(*) FROM weave_tasks t WHERE t.namespace = q.namespace
              AND t.status IN :unsettled) AS tasks,
           (SELECT COUNT(*) FROM weave_audit a WHERE a.namespace = q.namespace

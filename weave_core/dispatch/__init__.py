@@ -35,6 +35,7 @@ from weave_core.dispatch.model import (
 from weave_core.dispatch.queues import (
     get_queue,
     get_quota,
+    list_queues,
     lock_capacity_txn,
     set_namespace_quota,
     set_queue_capacity,
@@ -87,6 +88,7 @@ __all__ = [
     "get_task",
     "get_task_txn",
     "heartbeat",
+    "list_queues",
     "lock_capacity_txn",
     "set_gate_txn",
     "set_namespace_quota",

@@ -10,11 +10,16 @@ successor on the same queue: one unit given back, one taken, a net change of not
 runs under a :class:`CapacityLedger` and takes neither row lock up front: releases and
 reservations go to the ledger, a reservation is only allowed against a unit released in
 the same transaction (so the count never rises: I5 holds without reading the row), and
-only a net release touches the rows, at the end, through locks that never wait
-(``SKIP LOCKED``: a lock that never waits cannot close a deadlock cycle, so it may come
-after the instance). Anything else — a reservation with nothing released, a row another
-transaction holds — raises :class:`CapacityLocksNeeded` and the caller re-runs the whole
+only a net release is written, at the end, into a release shard of each counter
+(``dispatch.releases``) taken with ``SKIP LOCKED``: a lock that never waits cannot close a
+deadlock cycle, so it may come after the instance, and with sixteen shards per counter
+concurrent settles rarely meet. Anything else — a reservation with nothing released, no
+shard free — raises :class:`CapacityLocksNeeded` and the caller re-runs the whole
 transaction with the locks taken in order.
+
+A counter's outstanding count is its row's ``outstanding`` minus its shards' ``released``
+(``releases.outstanding_of``); a take compares that with the limit, reading the shards
+from its snapshot (never above the truth, so never granting a unit that is not free).
 """
 
 from __future__ import annotations
@@ -37,14 +42,17 @@ from weave_core.dispatch.model import (
     DEFAULT_QUEUE_CAPACITY,
     check_name,
 )
+from weave_core.dispatch.releases import (
+    QUOTA,
+    create_shards,
+    give_back,
+    outstanding_of,
+    prefetch,
+    released,
+)
 from weave_core.foundation.errors import Problem, ValidationError
 from weave_core.storage.db import Database
-from weave_core.storage.locks import (
-    lock_namespace_quota,
-    lock_queues,
-    try_lock_namespace_quota,
-    try_lock_queues,
-)
+from weave_core.storage.locks import lock_namespace_quota, lock_queues
 from weave_core.storage.schema import weave_namespace_quotas, weave_queues
 from weave_core.storage.statements import run_prebuilt
 
@@ -97,20 +105,14 @@ class CapacityLedger:
         return CapacityLedger(self.namespace, self.quota, dict(self.queues))
 
     def apply(self, conn: Connection, now: datetime) -> None:
-        """Write the net releases (the only change a ledger can net to), through locks
-        that never wait; raise :class:`CapacityLocksNeeded` when a row is held."""
-        released = sorted(q for q, n in self.queues.items() if n < 0)
-        if self.quota >= 0 and not released:
-            return
-        if self.quota < 0 and try_lock_namespace_quota(conn, self.namespace) is None:
-            raise CapacityLocksNeeded("quota")
-        if released and len(try_lock_queues(conn, self.namespace, released)) < len(released):
-            raise CapacityLocksNeeded("queue")
-        for _ in range(-self.quota):
-            conn.execute(_GIVE_QUOTA, {"ns": self.namespace, "now": now})
-        for queue in released:
-            for _ in range(-self.queues[queue]):
-                conn.execute(_GIVE_PERMIT, {"ns": self.namespace, "queue": queue, "now": now})
+        """Write the net releases (the only change a ledger can net to) into release
+        shards taken without waiting; raise :class:`CapacityLocksNeeded` when a counter
+        has no shard free."""
+        units = {queue: -n for queue, n in self.queues.items() if n < 0}
+        if self.quota < 0:
+            units[QUOTA] = -self.quota
+        if units and not give_back(conn, self.namespace, units):
+            raise CapacityLocksNeeded("release shards")
 
 
 @contextmanager
@@ -151,6 +153,7 @@ def _ensure_quota(conn: Connection, namespace: str, now: datetime) -> None:
         "namespace": namespace, "task_quota": DEFAULT_NAMESPACE_QUOTA, "outstanding": 0,
         "updated_at": now,
     })
+    create_shards(conn, namespace, QUOTA)
 
 
 def _ensure_queue(conn: Connection, namespace: str, queue: str, now: datetime) -> None:
@@ -158,6 +161,7 @@ def _ensure_queue(conn: Connection, namespace: str, queue: str, now: datetime) -
         "namespace": namespace, "name": queue, "capacity": DEFAULT_QUEUE_CAPACITY,
         "outstanding": 0, "created_at": now, "updated_at": now,
     })
+    create_shards(conn, namespace, queue)
 
 
 def lock_capacity_txn(conn: Connection, namespace: str, queues: Sequence[str]) -> None:
@@ -169,30 +173,34 @@ def lock_capacity_txn(conn: Connection, namespace: str, queues: Sequence[str]) -
     """
     lock_namespace_quota(conn, namespace)
     lock_queues(conn, namespace, queues)
+    prefetch(conn, namespace, [QUOTA, *queues])
 
 
 _Q, _U = weave_namespace_quotas, weave_queues
 # Built once (the hot path runs them for every task; see weave_core.storage.statements).
+# ``released``: what the counter's release shards hold (dispatch.releases); the true count
+# is ``outstanding - released``.
 _TAKE_QUOTA = (
     sa.update(_Q)
-    .where(_Q.c.namespace == sa.bindparam("ns"), _Q.c.outstanding < _Q.c.task_quota)
+    .where(_Q.c.namespace == sa.bindparam("ns"),
+           _Q.c.outstanding - sa.bindparam("released") < _Q.c.task_quota)
     .values(outstanding=_Q.c.outstanding + 1, updated_at=sa.bindparam("now"))
 )
 _TAKE_PERMIT = (
     sa.update(_U)
     .where(_U.c.namespace == sa.bindparam("ns"), _U.c.name == sa.bindparam("queue"),
-           _U.c.outstanding < _U.c.capacity)
+           _U.c.outstanding - sa.bindparam("released") < _U.c.capacity)
     .values(outstanding=_U.c.outstanding + 1, updated_at=sa.bindparam("now"))
 )
 _GIVE_PERMIT = (
     sa.update(_U)
     .where(_U.c.namespace == sa.bindparam("ns"), _U.c.name == sa.bindparam("queue"),
-           _U.c.outstanding > 0)
+           _U.c.outstanding > sa.bindparam("released"))
     .values(outstanding=_U.c.outstanding - 1, updated_at=sa.bindparam("now"))
 )
 _GIVE_QUOTA = (
     sa.update(_Q)
-    .where(_Q.c.namespace == sa.bindparam("ns"), _Q.c.outstanding > 0)
+    .where(_Q.c.namespace == sa.bindparam("ns"), _Q.c.outstanding > sa.bindparam("released"))
     .values(outstanding=_Q.c.outstanding - 1, updated_at=sa.bindparam("now"))
 )
 
@@ -208,7 +216,8 @@ def reserve_txn(conn: Connection, namespace: str, queue: str, now: datetime) -> 
     if ledger is not None:
         ledger.reserve(queue)
         return
-    params = {"ns": namespace, "queue": queue, "now": now}
+    params = {"ns": namespace, "queue": queue, "now": now,
+              "released": released(conn, namespace, QUOTA)}
     if run_prebuilt(conn, "take_quota", lambda: _TAKE_QUOTA, params) == 0:
         _ensure_quota(conn, namespace, now)
         if run_prebuilt(conn, "take_quota", lambda: _TAKE_QUOTA, params) == 0:
@@ -216,6 +225,7 @@ def reserve_txn(conn: Connection, namespace: str, queue: str, now: datetime) -> 
                 f"namespace {namespace!r} has reached its task quota",
                 details={"namespace": namespace},
             )
+    params["released"] = released(conn, namespace, queue)
     if run_prebuilt(conn, "take_permit", lambda: _TAKE_PERMIT, params) == 0:
         _ensure_queue(conn, namespace, queue, now)
         if run_prebuilt(conn, "take_permit", lambda: _TAKE_PERMIT, params) == 0:
@@ -235,8 +245,10 @@ def release_txn(conn: Connection, namespace: str, queue: str, now: datetime) -> 
         ledger.release(queue)
         return
     params = {"ns": namespace, "queue": queue, "now": now}
-    run_prebuilt(conn, "give_permit", lambda: _GIVE_PERMIT, params)
-    run_prebuilt(conn, "give_quota", lambda: _GIVE_QUOTA, params)
+    run_prebuilt(conn, "give_permit", lambda: _GIVE_PERMIT,
+                 {**params, "released": released(conn, namespace, queue)})
+    run_prebuilt(conn, "give_quota", lambda: _GIVE_QUOTA,
+                 {**params, "released": released(conn, namespace, QUOTA)})
 
 
 def _check_limit(value: int, what: str) -> None:
@@ -269,7 +281,8 @@ def set_queue_capacity(
         write_audit(conn, namespace=namespace, actor=actor, action="queue.capacity_set",
                     object_type="queue", object_id=queue,
                     metadata={"capacity": capacity, "previous": int(row.capacity)}, at=now)
-        return QueueState(namespace, queue, capacity, int(row.outstanding))
+        return QueueState(namespace, queue, capacity,
+                          int(row.outstanding) - released(conn, namespace, queue))
 
     return db.transaction(_set, name="set_queue_capacity")
 
@@ -290,7 +303,8 @@ def set_namespace_quota(db: Database, namespace: str, quota: int, *, actor: str)
         write_audit(conn, namespace=namespace, actor=actor, action="namespace.quota_set",
                     object_type="namespace", object_id=namespace,
                     metadata={"task_quota": quota, "previous": int(row.task_quota)}, at=now)
-        return QuotaState(namespace, quota, int(row.outstanding))
+        return QuotaState(namespace, quota,
+                          int(row.outstanding) - released(conn, namespace, QUOTA))
 
     return db.transaction(_set, name="set_namespace_quota")
 
@@ -299,7 +313,7 @@ def get_queue(conn: Connection, namespace: str, queue: str) -> QueueState:
     """A queue's capacity and usage (defaults if the queue was never used)."""
     u = weave_queues
     row = conn.execute(
-        sa.select(u.c.capacity, u.c.outstanding)
+        sa.select(u.c.capacity, outstanding_of(u, u.c.name))
         .where(u.c.namespace == namespace, u.c.name == queue)
     ).one_or_none()
     if row is None:
@@ -307,11 +321,20 @@ def get_queue(conn: Connection, namespace: str, queue: str) -> QueueState:
     return QueueState(namespace, queue, int(row.capacity), int(row.outstanding))
 
 
+def list_queues(conn: Connection, namespace: str) -> list[QueueState]:
+    """The namespace's queues by name, with their true outstanding counts."""
+    u = weave_queues
+    rows = conn.execute(sa.select(u.c.name, u.c.capacity, outstanding_of(u, u.c.name))
+                        .where(u.c.namespace == namespace).order_by(u.c.name)).all()
+    return [QueueState(namespace, r.name, int(r.capacity), int(r.outstanding)) for r in rows]
+
+
 def get_quota(conn: Connection, namespace: str) -> QuotaState:
     """The namespace's quota and usage (defaults if never used)."""
     q = weave_namespace_quotas
     row = conn.execute(
-        sa.select(q.c.task_quota, q.c.outstanding).where(q.c.namespace == namespace)
+        sa.select(q.c.task_quota, outstanding_of(q, sa.literal(QUOTA)))
+        .where(q.c.namespace == namespace)
     ).one_or_none()
     if row is None:
         return QuotaState(namespace, DEFAULT_NAMESPACE_QUOTA, 0)
@@ -326,6 +349,7 @@ __all__ = [
     "capacity_ledger",
     "get_queue",
     "get_quota",
+    "list_queues",
     "lock_capacity_txn",
     "release_txn",
     "reserve_txn",

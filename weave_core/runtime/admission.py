@@ -28,6 +28,7 @@ from weave_core.definitions.store import (
 )
 from weave_core.dispatch.gates import create_gate_txn
 from weave_core.dispatch.queues import lock_capacity_txn
+from weave_core.dispatch.releases import QUOTA, remember, sums_params, sums_read
 from weave_core.engine import Engine
 from weave_core.foundation import exactjson
 from weave_core.foundation.errors import ConflictError, NotFoundError, Problem, ValidationError
@@ -210,11 +211,15 @@ def start_workflow(
 
     def _start(conn: Connection) -> StartResult:
         if deferring_now(conn):  # MariaDB: the five opening reads in one round trip
-            found, keys, now_row = lock_admission_at_once(
+            counters = sorted({QUOTA, *queues})  # what the takes compare with (releases)
+            found, (keys, sums), now_row = lock_admission_at_once(
                 conn, namespace=namespace, queues=queues, now_columns=db.now_columns,
-                read=("idempotency", _key_read, _key_params(namespace, request)))
+                reads=[("idempotency", _key_read, _key_params(namespace, request)),
+                       (f"released.{len(counters)}", lambda: sums_read(len(counters)),
+                        sums_params(namespace, counters))])
             if found is None:
                 raise _no_namespace(namespace)
+            remember(conn, namespace, counters, [tuple(row) for row in sums])
             again = _original(conn, namespace, request, keys[0] if keys else None)
             if again is not None:
                 return StartResult(False, again)

@@ -145,7 +145,7 @@ weave_queues = sa.Table(
     sa.Column("namespace", sa.String(_NAME), primary_key=True),
     sa.Column("name", sa.String(_NAME), primary_key=True),
     sa.Column("capacity", sa.Integer(), nullable=False),
-    sa.Column("outstanding", sa.Integer(), nullable=False),
+    sa.Column("outstanding", sa.BigInteger(), nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("updated_at", Timestamp, nullable=False),
     **TABLE_OPTIONS,
@@ -158,8 +158,22 @@ weave_namespace_quotas = sa.Table(
     metadata,
     sa.Column("namespace", sa.String(_NAME), primary_key=True),
     sa.Column("task_quota", sa.Integer(), nullable=False),
-    sa.Column("outstanding", sa.Integer(), nullable=False),
+    sa.Column("outstanding", sa.BigInteger(), nullable=False),
     sa.Column("updated_at", Timestamp, nullable=False),
+    **TABLE_OPTIONS,
+)
+
+# Units given back by transactions that do not hold a counter's row lock (release shards,
+# ``dispatch.releases``): a quota's or queue's true outstanding count is its row's
+# ``outstanding`` minus the ``released`` of its shards. ``counter`` is "" for the namespace
+# quota, else the queue's name. Shards only grow; a release takes one with SKIP LOCKED.
+weave_capacity_releases = sa.Table(
+    "weave_capacity_releases",
+    metadata,
+    sa.Column("namespace", sa.String(_NAME), primary_key=True),
+    sa.Column("counter", sa.String(_NAME), primary_key=True),
+    sa.Column("shard", sa.SmallInteger(), primary_key=True, autoincrement=False),
+    sa.Column("released", sa.BigInteger(), nullable=False),
     **TABLE_OPTIONS,
 )
 
@@ -317,6 +331,7 @@ weave_activations = sa.Table(
 DISPATCH_TABLES: Final = (
     weave_queues,
     weave_namespace_quotas,
+    weave_capacity_releases,
     weave_execution_gates,
     weave_tasks,
     weave_task_attempts,
@@ -485,6 +500,7 @@ __all__ = [
     "weave_activations",
     "weave_api_tokens",
     "weave_audit",
+    "weave_capacity_releases",
     "weave_clock",
     "weave_definitions",
     "weave_execution_gates",

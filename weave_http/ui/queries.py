@@ -13,11 +13,11 @@ from typing import Any, Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from weave_core.dispatch.queues import QueueState, QuotaState, get_quota
+from weave_core.dispatch.queues import QueueState, QuotaState, get_quota, list_queues
 from weave_core.dispatch.wakeup import hub_for
 from weave_core.runtime.instances import InstanceView, iso
 from weave_core.storage.db import Database
-from weave_core.storage.schema import weave_queues, weave_steps, weave_task_attempts, weave_waits
+from weave_core.storage.schema import weave_steps, weave_task_attempts, weave_waits
 
 _CHUNK: Final = 500
 _TERMINAL: Final = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
@@ -106,13 +106,9 @@ def attempts_of(db: Database, namespace: str, task_ids: Sequence[str]
 def queues_of(db: Database, namespace: str) -> tuple[list[tuple[QueueState, int]], QuotaState]:
     """The namespace's queues (capacity, outstanding) with the workers waiting on each in
     this process, and the namespace quota."""
-    u = weave_queues
 
     def _read(conn: Connection) -> tuple[list[QueueState], QuotaState]:
-        rows = conn.execute(sa.select(u.c.name, u.c.capacity, u.c.outstanding)
-                            .where(u.c.namespace == namespace).order_by(u.c.name)).all()
-        return ([QueueState(namespace, r.name, int(r.capacity), int(r.outstanding))
-                 for r in rows], get_quota(conn, namespace))
+        return list_queues(conn, namespace), get_quota(conn, namespace)
 
     queues, quota = db.read(_read, name="ui_queues")
     hub = hub_for(db)

@@ -50,8 +50,6 @@ from weave_core.storage.locks.chain import (
     lock_queues,
     lock_steps,
     lock_steps_of,
-    try_lock_namespace_quota,
-    try_lock_queues,
 )
 from weave_core.storage.locks.order import (
     LOCK_ORDER,
@@ -114,8 +112,6 @@ __all__ = [
     "lock_task",
     "lock_task_fenced",
     "observing_locks",
-    "try_lock_namespace_quota",
-    "try_lock_queues",
 ]
 
 __all__ += [

@@ -112,38 +112,39 @@ def _send(conn: Connection, reads: Sequence[tuple[_Prebuilt, dict[str, Any]]]
 def lock_admission_at_once(
     conn: Connection, *, namespace: str, queues: Sequence[str],
     now_columns: Sequence[sa.ColumnElement[Any]],
-    read: tuple[str, Callable[[], sa.Select[Any]], dict[str, Any]],
-) -> tuple[Any, list[Any], Any]:
+    reads: Sequence[tuple[str, Callable[[], sa.Select[Any]], dict[str, Any]]],
+) -> tuple[Any, list[list[Any]], Any]:
     """A start's opening reads in one round trip (MariaDB/MySQL): the namespace (shared,
-    level 1), ``read`` — the caller's plain read (``(name, build, params)``), e.g. its
+    level 1), ``reads`` — the caller's plain reads (``(name, build, params)``), e.g. its
     idempotency key — then the quota (level 2) and the ``queues`` (level 3, sorted), and
     database time last, after every lock, as :func:`lock_namespace_shared`,
     ``dispatch.queues.lock_capacity_txn`` and ``Database.now`` take them one by one.
-    Returns the namespace row (None: no such namespace), ``read``'s rows, and the row
-    ``Database.now_of`` reads the time from."""
+    Returns the namespace row (None: no such namespace), the rows of each of ``reads``,
+    and the row ``Database.now_of`` reads the time from."""
     ns_t, qu_t, q_t = weave_namespaces, weave_namespace_quotas, weave_queues
     wanted = sorted(set(queues))
     names = {f"q{i}": name for i, name in enumerate(wanted)}
-    name, build, params = read
-    reads: list[tuple[_Prebuilt, dict[str, Any]]] = [
+    batch: list[tuple[_Prebuilt, dict[str, Any]]] = [
         (_prebuilt(conn, ("admit.namespace",), LockLevel.IDENTITY, ns_t, True,
                    lambda: sa.select(ns_t.c.name).where(
                        ns_t.c.name == sa.bindparam("w_name"))), {"w_name": namespace}),
-        (_prebuilt(conn, ("admit.read", name), None, ns_t, False, build), params),
+    ]
+    for name, build, params in reads:
+        batch.append((_prebuilt(conn, ("admit.read", name), None, ns_t, False, build), params))
+    batch.append(
         (_prebuilt(conn, ("admit.quota",), LockLevel.NAMESPACE_QUOTA, qu_t, False,
                    lambda: sa.select(qu_t.c.namespace).where(
-                       qu_t.c.namespace == sa.bindparam("w_ns"))), {"w_ns": namespace}),
-    ]
+                       qu_t.c.namespace == sa.bindparam("w_ns"))), {"w_ns": namespace}))
     if wanted:
-        reads.append((_prebuilt(conn, ("admit.queues", len(wanted)), LockLevel.QUEUES, q_t,
+        batch.append((_prebuilt(conn, ("admit.queues", len(wanted)), LockLevel.QUEUES, q_t,
                                 False, lambda: sa.select(q_t.c.name).where(
                                     q_t.c.namespace == sa.bindparam("w_ns"),
                                     q_t.c.name.in_([sa.bindparam(k) for k in names]))
                                 .order_by(q_t.c.name)), {"w_ns": namespace, **names}))
-    reads.append((_prebuilt(conn, ("admit.now",), None, ns_t, False,
+    batch.append((_prebuilt(conn, ("admit.now",), None, ns_t, False,
                             lambda: sa.select(*now_columns)), {}))
-    rows = _send(conn, reads)
-    return (rows[0][0] if rows[0] else None), rows[1], rows[-1][0]
+    rows = _send(conn, batch)
+    return (rows[0][0] if rows[0] else None), rows[1:1 + len(reads)], rows[-1][0]
 
 
 def lock_chain_at_once(

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
 from weave_core.storage.locks.order import (
@@ -51,35 +50,6 @@ def lock_namespace_quota(conn: Connection, namespace: str) -> Row[Any] | None:
     """The namespace's task quota row, exclusive (None until the first task creates it)."""
     return _lock_key(conn, LockLevel.NAMESPACE_QUOTA, weave_namespace_quotas,
                      {"namespace": namespace})
-
-
-def try_lock_namespace_quota(conn: Connection, namespace: str) -> Row[Any] | None:
-    """The quota row, exclusive, only if no other transaction holds it (``SKIP LOCKED``).
-
-    The one lock allowed out of order: a step transaction that settled a task without the
-    capacity locks gives its unit back at its end (``dispatch.queues.CapacityLedger``).
-    A lock that never waits cannot close a deadlock cycle, so it is not reported to a lock
-    observer; None (held elsewhere) makes the caller re-run in order.
-    """
-    q = weave_namespace_quotas
-    rows = _skip_locked(conn, q, q.c.namespace == namespace, (q.c.namespace,))
-    return rows[0] if rows else None
-
-
-def try_lock_queues(conn: Connection, namespace: str, names: Sequence[str]) -> list[Row[Any]]:
-    """The queue rows named that no other transaction holds (see
-    :func:`try_lock_namespace_quota`); the caller compares the count."""
-    q = weave_queues
-    return list(_skip_locked(conn, q, (q.c.namespace == namespace)
-                             & q.c.name.in_(sorted(set(names))), (q.c.name,)))
-
-
-def _skip_locked(conn: Connection, table: sa.Table, where: sa.ColumnElement[bool],
-                 order_by: tuple[sa.ColumnElement[Any], ...]) -> Sequence[Row[Any]]:
-    stmt = sa.select(*order_by).where(where).order_by(*order_by)
-    if conn.dialect.name != "sqlite":  # SQLite: BEGIN IMMEDIATE holds the write lock
-        stmt = stmt.with_for_update(skip_locked=True)
-    return conn.execute(stmt).all()
 
 
 # --- 3. queues -------------------------------------------------------------------------

@@ -44,7 +44,11 @@ LOCK_ORDER: Final[tuple[LockStep, ...]] = (
         "namespace row, shared (exclusive only to change the namespace or a token)",
     ),
     LockStep(
-        LockLevel.NAMESPACE_QUOTA, False, ("weave_namespace_quotas",), "namespace task quota"
+        LockLevel.NAMESPACE_QUOTA,
+        False,
+        ("weave_namespace_quotas", "weave_capacity_releases"),
+        "namespace task quota; the release shards of the quota and the queues, which are only "
+        "ever locked with SKIP LOCKED (never waited for, so they may come after any level)",
     ),
     LockStep(
         LockLevel.QUEUES, False, ("weave_queues",), "queues of the pinned version, sorted by name"
