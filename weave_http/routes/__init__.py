@@ -36,15 +36,15 @@ class Query:
     """
 
     def __init__(self, request: Request, declared: frozenset[str]) -> None:
-        self._params = request.query_params
+        self._request = request  # the query string is parsed when a parameter is read
         self._declared = declared
-        self._read: set[str] = request.scope.setdefault(QUERY_READ_KEY, set())
 
     def get(self, name: str) -> str | None:
         if name not in self._declared:
             raise AssertionError(f"query parameter {name!r} is not declared by its route")
-        self._read.add(name)
-        return self._params.get(name)
+        read: set[str] = self._request.scope.setdefault(QUERY_READ_KEY, set())
+        read.add(name)
+        return self._request.query_params.get(name)
 
 
 @dataclass(frozen=True)
