@@ -12,9 +12,12 @@ the transaction reads, so inside :func:`deferring` they are queued and sent as o
   whose generated key is needed, a SAVEPOINT, the block's end), the queue is sent first,
   so every statement still sees the writes before it and locks are taken in the order
   the code wrote them (the R-6.2 lock order is unchanged);
-- a queued statement's answer is checked when it arrives: a keyed UPDATE must match
-  exactly one row and an INSERT its rows, else :class:`DeferredWriteMismatch` (the caller
-  rolls back and takes its non-deferred path, which sees the real count);
+- a queued statement's row count is checked: a keyed UPDATE must match exactly one row
+  and an INSERT its rows, else :class:`DeferredWriteMismatch` (the caller rolls back and
+  takes its non-deferred path, which sees the real count). On MariaDB two or more queued
+  writes go as one compound statement that checks each count itself (:func:`_as_block`:
+  one answer packet instead of one per statement); on MySQL each answer is checked as it
+  arrives;
 - a database error of a queued statement surfaces as SQLAlchemy's ``DBAPIError`` from the
   statement that sent the queue (or the block's end), so deadlocks still re-run the
   transaction; a lost connection invalidates it;
