@@ -27,8 +27,8 @@ from typing import Any, Final
 
 from sqlalchemy.engine import Connection
 
+from weave_core.dispatch.ledger import under_ledger
 from weave_core.dispatch.model import ClaimedTask, TaskStatus, new_id, parse_document
-from weave_core.dispatch.queues import under_ledger
 from weave_core.dispatch.timing import lease_seconds, lease_until
 from weave_core.storage.schema import weave_task_attempts, weave_task_events
 from weave_core.storage.statements import append_row, insert_rows

@@ -5,17 +5,9 @@ An outstanding task (PENDING or RUNNING) holds one unit of its queue's capacity 
 locked in the order of R-6.2 (quota, then queues sorted by name), changed by conditional
 UPDATEs so that a full queue is detected without a read (MariaDB fact 4).
 
-A step transaction (``weave_core.runtime.step``) settles one task and usually creates its
-successor on the same queue: one unit given back, one taken, a net change of nothing. It
-runs under a :class:`CapacityLedger` and takes neither row lock up front: releases and
-reservations go to the ledger, a reservation is only allowed against a unit released in
-the same transaction (so the count never rises: I5 holds without reading the row), and
-only a net release is written, at the end, into a release shard of each counter
-(``dispatch.releases``) taken with ``SKIP LOCKED``: a lock that never waits cannot close a
-deadlock cycle, so it may come after the instance, and with sixteen shards per counter
-concurrent settles rarely meet. Anything else — a reservation with nothing released, no
-shard free — raises :class:`CapacityLocksNeeded` and the caller re-runs the whole
-transaction with the locks taken in order.
+A transaction may keep its changes in a ledger instead and write them once at its end
+(``dispatch.ledger``: a step's nets, a start's budget); :func:`reserve_txn` and
+:func:`release_txn` route to it when one is open.
 
 A counter's outstanding count is its row's ``outstanding`` minus its shards' ``released``
 (``releases.outstanding_of``); a take compares that with the limit, reading the shards
@@ -24,11 +16,10 @@ from its snapshot (never above the truth, so never granting a unit that is not f
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql as mysql_dialect
@@ -37,6 +28,7 @@ from sqlalchemy.engine import Connection
 
 from weave_core.access.audit import write_audit
 from weave_core.dispatch.errors import QueueFullError, QuotaExceededError
+from weave_core.dispatch.ledger import ledger_of
 from weave_core.dispatch.model import (
     DEFAULT_NAMESPACE_QUOTA,
     DEFAULT_QUEUE_CAPACITY,
@@ -45,7 +37,6 @@ from weave_core.dispatch.model import (
 from weave_core.dispatch.releases import (
     QUOTA,
     create_shards,
-    give_back,
     outstanding_of,
     prefetch,
     released,
@@ -72,71 +63,6 @@ class QuotaState:
     namespace: str
     task_quota: int
     outstanding: int
-
-
-_LEDGER_KEY: Final = "weave_capacity_ledger"
-
-
-class CapacityLocksNeeded(Exception):
-    """A ledger transaction needs the quota and queue locks: roll it back and re-run it
-    with them taken in the R-6.2 order (never seen outside ``weave_core``)."""
-
-
-@dataclass
-class CapacityLedger:
-    """The net counter changes of one transaction that holds no capacity lock."""
-
-    namespace: str
-    quota: int = 0
-    queues: dict[str, int] = field(default_factory=dict)
-
-    def release(self, queue: str) -> None:
-        self.quota -= 1
-        self.queues[queue] = self.queues.get(queue, 0) - 1
-
-    def reserve(self, queue: str) -> None:
-        """Take back a unit released earlier in this transaction, or ask for the locks."""
-        if self.quota >= 0 or self.queues.get(queue, 0) >= 0:
-            raise CapacityLocksNeeded(queue)
-        self.quota += 1
-        self.queues[queue] += 1
-
-    def copy(self) -> CapacityLedger:
-        return CapacityLedger(self.namespace, self.quota, dict(self.queues))
-
-    def apply(self, conn: Connection, now: datetime) -> None:
-        """Write the net releases (the only change a ledger can net to) into release
-        shards taken without waiting; raise :class:`CapacityLocksNeeded` when a counter
-        has no shard free."""
-        units = {queue: -n for queue, n in self.queues.items() if n < 0}
-        if self.quota < 0:
-            units[QUOTA] = -self.quota
-        if units and not give_back(conn, self.namespace, units):
-            raise CapacityLocksNeeded("release shards")
-
-
-@contextmanager
-def capacity_ledger(conn: Connection, namespace: str) -> Iterator[CapacityLedger]:
-    """Route :func:`reserve_txn` and :func:`release_txn` of ``namespace`` on ``conn`` to
-    a ledger for the block; the caller calls :meth:`CapacityLedger.apply` before commit."""
-    ledger = CapacityLedger(namespace)
-    conn.info[_LEDGER_KEY] = ledger
-    try:
-        yield ledger
-    finally:
-        conn.info.pop(_LEDGER_KEY, None)
-
-
-def under_ledger(conn: Connection) -> bool:
-    """Does ``conn`` run under a :class:`CapacityLedger`? Then a reservation never meets a
-    full queue or quota (it nets against a release or re-runs the transaction in order),
-    so a caller needs no savepoint to undo one."""
-    return _LEDGER_KEY in conn.info
-
-
-def _ledger(conn: Connection, namespace: str) -> CapacityLedger | None:
-    ledger: CapacityLedger | None = conn.info.get(_LEDGER_KEY)
-    return ledger if ledger is not None and ledger.namespace == namespace else None
 
 
 def _insert_missing(conn: Connection, table: sa.Table, values: dict[str, Any]) -> None:
@@ -212,7 +138,7 @@ def reserve_txn(conn: Connection, namespace: str, queue: str, now: datetime) -> 
     the failing step; the caller rolls back its savepoint (or transaction) to undo the
     quota unit taken before a full queue was found.
     """
-    ledger = _ledger(conn, namespace)
+    ledger = ledger_of(conn, namespace)
     if ledger is not None:
         ledger.reserve(queue)
         return
@@ -240,7 +166,7 @@ def release_txn(conn: Connection, namespace: str, queue: str, now: datetime) -> 
     The caller already holds the quota and queue locks (taken in order before the task),
     or runs under a :class:`CapacityLedger`.
     """
-    ledger = _ledger(conn, namespace)
+    ledger = ledger_of(conn, namespace)
     if ledger is not None:
         ledger.release(queue)
         return
@@ -342,11 +268,8 @@ def get_quota(conn: Connection, namespace: str) -> QuotaState:
 
 
 __all__ = [
-    "CapacityLedger",
-    "CapacityLocksNeeded",
     "QueueState",
     "QuotaState",
-    "capacity_ledger",
     "get_queue",
     "get_quota",
     "list_queues",
@@ -355,5 +278,4 @@ __all__ = [
     "reserve_txn",
     "set_namespace_quota",
     "set_queue_capacity",
-    "under_ledger",
 ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Final
 
 import sqlalchemy as sa
@@ -27,6 +27,13 @@ from weave_core.definitions.store import (
     get_definition,
 )
 from weave_core.dispatch.gates import create_gate_txn
+from weave_core.dispatch.ledger import (
+    Budget,
+    CapacityLedger,
+    CapacityLocksNeeded,
+    budget_of,
+    capacity_ledger,
+)
 from weave_core.dispatch.queues import lock_capacity_txn
 from weave_core.dispatch.releases import QUOTA, remember, sums_params, sums_read
 from weave_core.engine import Engine
@@ -209,10 +216,11 @@ def start_workflow(
     config = freeze(program, engine.limits, failure_policy=policy,
                     deadline_seconds=int(seconds))
 
-    def _start(conn: Connection) -> StartResult:
+    def _start(conn: Connection, budgeted: bool = False) -> StartResult:
+        budget: Budget | None = None
         if deferring_now(conn):  # MariaDB: the five opening reads in one round trip
             counters = sorted({QUOTA, *queues})  # what the takes compare with (releases)
-            found, (keys, sums), now_row = lock_admission_at_once(
+            found, (keys, sums), quota_row, queue_rows, now_row = lock_admission_at_once(
                 conn, namespace=namespace, queues=queues, now_columns=db.now_columns,
                 reads=[("idempotency", _key_read, _key_params(namespace, request)),
                        (f"released.{len(counters)}", lambda: sums_read(len(counters)),
@@ -224,6 +232,8 @@ def start_workflow(
             if again is not None:
                 return StartResult(False, again)
             now = db.now_of(now_row)
+            if budgeted:  # the units free under the locks just taken (dispatch.ledger)
+                budget = budget_of(conn, namespace, quota_row, queue_rows)
         else:
             if lock_namespace_shared(conn, namespace) is None:
                 raise _no_namespace(namespace)
@@ -232,6 +242,13 @@ def start_workflow(
                 return StartResult(False, again)
             lock_capacity_txn(conn, namespace, queues)
             now = db.now(conn)
+        if budget is None:
+            return _create(conn, now, None)
+        with capacity_ledger(conn, namespace, budget) as ledger:
+            return _create(conn, now, ledger)
+
+    def _create(conn: Connection, now: datetime, ledger: CapacityLedger | None
+                ) -> StartResult:
         instance_id = new_instance_id()
         gate_id = create_gate_txn(conn, namespace=namespace, now=now)
         deadline_at = now + timedelta(seconds=int(seconds))
@@ -281,18 +298,24 @@ def start_workflow(
             "deferred": outcome.deferred,
         })
         li.flush(conn, revision=history.revision, now=now)
+        if ledger is not None:  # the budget's takes: one UPDATE per counter, queued
+            ledger.apply(conn, now)
         return StartResult(True, read_instance(conn, namespace, instance_id))
 
-    def _queued(conn: Connection) -> StartResult:
+    def _queued(conn: Connection, budgeted: bool = True) -> StartResult:
         # The writes that return nothing are queued and sent together with the next
         # statement that needs an answer (weave_core.storage.deferred): a start of a sequence
         # takes a third of the round trips.
         with deferring(conn):
-            return _start(conn)
+            return _start(conn, budgeted)
 
     def _started() -> StartResult:
         try:
-            return db.transaction(_queued, name="start_workflow")
+            try:
+                return db.transaction(_queued, name="start_workflow")
+            except CapacityLocksNeeded:  # more than the free units: the classic start, whose
+                return db.transaction(  # reservations meet the full queue or quota
+                    lambda conn: _queued(conn, budgeted=False), name="start_workflow")
         except DeferredWriteMismatch as exc:  # a queued write met an unexpected row count:
             logger.info("start of %s: %s; starting again statement by statement",
                         request.definition_id, exc)  # one by one, every count is seen

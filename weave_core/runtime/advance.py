@@ -20,7 +20,7 @@ from datetime import datetime
 from sqlalchemy.engine import Connection
 
 from weave_core.dispatch.errors import QueueFullError, QuotaExceededError
-from weave_core.dispatch.queues import under_ledger
+from weave_core.dispatch.ledger import under_ledger
 from weave_core.engine import Engine
 from weave_core.foundation import exactjson
 from weave_core.foundation.faults import fault_point

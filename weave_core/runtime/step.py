@@ -49,6 +49,7 @@ from weave_core.dispatch.claim import HandlerRef, check_claim, claim, claim_txn,
 from weave_core.dispatch.delivery import settle_txn
 from weave_core.dispatch.errors import TaskNotFoundError
 from weave_core.dispatch.handoff import Handoff, handing_off
+from weave_core.dispatch.ledger import CapacityLedger, CapacityLocksNeeded, capacity_ledger
 from weave_core.dispatch.model import (
     AttemptEnd,
     ClaimedTask,
@@ -56,7 +57,6 @@ from weave_core.dispatch.model import (
     ReportOutcome,
     TaskStatus,
 )
-from weave_core.dispatch.queues import CapacityLedger, CapacityLocksNeeded, capacity_ledger
 from weave_core.dispatch.reports import (
     Completion,
     Report,

@@ -113,14 +113,16 @@ def lock_admission_at_once(
     conn: Connection, *, namespace: str, queues: Sequence[str],
     now_columns: Sequence[sa.ColumnElement[Any]],
     reads: Sequence[tuple[str, Callable[[], sa.Select[Any]], dict[str, Any]]],
-) -> tuple[Any, list[list[Any]], Any]:
+) -> tuple[Any, list[list[Any]], Any, list[Any], Any]:
     """A start's opening reads in one round trip (MariaDB/MySQL): the namespace (shared,
     level 1), ``reads`` — the caller's plain reads (``(name, build, params)``), e.g. its
     idempotency key — then the quota (level 2) and the ``queues`` (level 3, sorted), and
     database time last, after every lock, as :func:`lock_namespace_shared`,
     ``dispatch.queues.lock_capacity_txn`` and ``Database.now`` take them one by one.
     Returns the namespace row (None: no such namespace), the rows of each of ``reads``,
-    and the row ``Database.now_of`` reads the time from."""
+    the quota row (``task_quota``, ``outstanding``; None until first used), the queue rows
+    found (``name``, ``capacity``, ``outstanding``), and the row ``Database.now_of`` reads
+    the time from."""
     ns_t, qu_t, q_t = weave_namespaces, weave_namespace_quotas, weave_queues
     wanted = sorted(set(queues))
     names = {f"q{i}": name for i, name in enumerate(wanted)}
@@ -133,18 +135,22 @@ def lock_admission_at_once(
         batch.append((_prebuilt(conn, ("admit.read", name), None, ns_t, False, build), params))
     batch.append(
         (_prebuilt(conn, ("admit.quota",), LockLevel.NAMESPACE_QUOTA, qu_t, False,
-                   lambda: sa.select(qu_t.c.namespace).where(
+                   lambda: sa.select(qu_t.c.task_quota, qu_t.c.outstanding).where(
                        qu_t.c.namespace == sa.bindparam("w_ns"))), {"w_ns": namespace}))
     if wanted:
         batch.append((_prebuilt(conn, ("admit.queues", len(wanted)), LockLevel.QUEUES, q_t,
-                                False, lambda: sa.select(q_t.c.name).where(
+                                False, lambda: sa.select(
+                                    q_t.c.name, q_t.c.capacity, q_t.c.outstanding).where(
                                     q_t.c.namespace == sa.bindparam("w_ns"),
                                     q_t.c.name.in_([sa.bindparam(k) for k in names]))
                                 .order_by(q_t.c.name)), {"w_ns": namespace, **names}))
     batch.append((_prebuilt(conn, ("admit.now",), None, ns_t, False,
                             lambda: sa.select(*now_columns)), {}))
     rows = _send(conn, batch)
-    return (rows[0][0] if rows[0] else None), rows[1:1 + len(reads)], rows[-1][0]
+    quota = rows[1 + len(reads)]
+    found = rows[2 + len(reads)] if wanted else []
+    return ((rows[0][0] if rows[0] else None), rows[1:1 + len(reads)],
+            quota[0] if quota else None, found, rows[-1][0])
 
 
 def lock_chain_at_once(
