@@ -104,7 +104,7 @@ def _send(conn: Connection, reads: Sequence[tuple[_Prebuilt, dict[str, Any]]]
             if read.level is not None:
                 observer(read.level, read.table, read.shared)
     answers = send_with(conn, [(read.sql, {**read.defaults, **params} if read.defaults
-                                else params) for read, params in reads])
+                                else params) for read, params in reads], union=True)
     return [[read.row(values) for values in answer.rows]
             for (read, _), answer in zip(reads, answers, strict=True)]
 
@@ -202,6 +202,8 @@ def lock_chain_at_once(
     )
     rows = _send(conn, reads)
     ns, instance, gate, steps, activation, task = rows
+    steps = sorted(steps, key=lambda step: str(step.step_id))  # a union part's ORDER BY
+    # may be dropped by the server; the locks are taken in its index order all the same
     for one in (ns, instance, gate, activation, task):
         if len(one) > 1:
             raise ValueError("a keyed lock of the step chain matched several rows")
