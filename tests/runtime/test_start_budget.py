@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 from sqlalchemy import event
 
 from tests.runtime.helpers import (
@@ -73,7 +74,11 @@ def test_a_start_past_the_free_units_meets_the_full_queue_the_classic_way(
     else:
         set_namespace_quota(engine.db, ns, 2, actor="test")
     seen: list[Any] = []
+    reruns = REGISTRY.get_sample_value("weave_capacity_reruns_total",
+                                       {"transaction": "start_workflow"}) or 0.0
     statements = _capacity_statements(engine, lambda: seen.append(start(engine, ns, "fan", {})))
+    assert REGISTRY.get_sample_value("weave_capacity_reruns_total",
+                                     {"transaction": "start_workflow"}) == reruns + 1
     wid = seen[0].instance.instance_id
     assert any(s.startswith("SAVEPOINT") for s in statements)  # the classic advance
     assert instance(engine, wid).status == "WAITING"

@@ -14,6 +14,7 @@ from typing import Any
 import pymysql
 import pytest
 import sqlalchemy as sa
+from prometheus_client import REGISTRY
 from sqlalchemy import event
 
 from tests.conftest import _server_params
@@ -223,6 +224,12 @@ def _last_step_while_held(engine: Engine, statement: str) -> tuple[str, str, Ste
     return ns, wid, done, waited
 
 
+def _reruns() -> float:
+    """Steps run again with the capacity locks in order (``weave_capacity_reruns_total``)."""
+    return REGISTRY.get_sample_value("weave_capacity_reruns_total",
+                                     {"transaction": "step"}) or 0.0
+
+
 def _quota_rows(engine: Engine, ns: str) -> tuple[int, int]:
     """The quota row's ``outstanding`` and what its release shards hold."""
     row = engine.db.read(lambda c: c.execute(sa.text(
@@ -237,12 +244,14 @@ def test_the_last_step_gives_its_unit_back_without_waiting_for_a_busy_counter_ro
 ) -> None:
     """The net release goes into a release shard: a transaction holding the quota and
     queue rows (a start, say) does not hold it up, and the counts read right after."""
+    before = _reruns()
     ns, wid, done, waited = _last_step_while_held(
         engine, "SELECT q.outstanding, u.outstanding FROM weave_namespace_quotas q "
         "JOIN weave_queues u ON u.namespace = q.namespace WHERE q.namespace = %s FOR UPDATE")
     assert done.one_transaction and waited < 0.3
     assert instance(engine, wid).status == "SUCCEEDED"
     assert _quota_rows(engine, ns) == (1, 1)  # the row untouched, one unit in a shard
+    assert _reruns() == before  # the step was not run again
     assert engine.db.read(lambda c: get_quota(c, ns)).outstanding == 0
     assert engine.db.read(lambda c: get_queue(c, ns, "q")).outstanding == 0
 
@@ -252,12 +261,14 @@ def test_with_every_release_shard_busy_the_last_step_gives_back_through_the_row(
 ) -> None:
     """No shard free: the step re-runs with the counter locks taken in order and gives
     the unit back through the quota row itself; the shards were never waited for."""
+    before = _reruns()
     ns, wid, done, waited = _last_step_while_held(
         engine, "SELECT released FROM weave_capacity_releases WHERE namespace = %s "
         "AND counter = '' FOR UPDATE")
     assert done.one_transaction and waited < 0.3
     assert instance(engine, wid).status == "SUCCEEDED"
     assert _quota_rows(engine, ns) == (0, 0)
+    assert _reruns() == before + 1  # counted for operators
     assert engine.db.read(lambda c: get_quota(c, ns)).outstanding == 0
 
 

@@ -44,6 +44,10 @@ CONSUME_DEFERRALS: Final = Counter(
 TRANSACTION_RETRIES: Final = Counter(
     "weave_transaction_retries", "Transactions re-run on a deadlock, lock wait timeout, lost "
     "connection or busy SQLite, by transaction name and reason", ["transaction", "reason"])
+CAPACITY_RERUNS: Final = Counter(
+    "weave_capacity_reruns", "Transactions run again with the quota and queue locks taken in "
+    "order: a step whose capacity change could not net or found no release shard free, a "
+    "start that needed more units than were free", ["transaction"])
 TRANSACTION_SECONDS: Final = Histogram(
     "weave_transaction_duration_seconds", "Named transactions, retries included",
     ["transaction"], buckets=LATENCY_BUCKETS)
@@ -76,6 +80,7 @@ def child(metric: Any, *values: str) -> Any:
 
 
 __all__ = [
+    "CAPACITY_RERUNS",
     "CONSUME_DEFERRALS",
     "ENGINE_GAP",
     "INSTANCES_FINISHED",

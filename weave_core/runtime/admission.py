@@ -41,6 +41,7 @@ from weave_core.foundation import exactjson
 from weave_core.foundation.errors import ConflictError, NotFoundError, Problem, ValidationError
 from weave_core.foundation.exactjson import JSON
 from weave_core.foundation.exactschema import ExactValidator
+from weave_core.observability.metrics import CAPACITY_RERUNS, child
 from weave_core.planning.program import Program
 from weave_core.runtime.advance import advance_txn
 from weave_core.runtime.frozen import freeze, store_txn
@@ -314,7 +315,8 @@ def start_workflow(
             try:
                 return db.transaction(_queued, name="start_workflow")
             except CapacityLocksNeeded:  # more than the free units: the classic start, whose
-                return db.transaction(  # reservations meet the full queue or quota
+                child(CAPACITY_RERUNS, "start_workflow").inc()  # reservations meet the limit
+                return db.transaction(
                     lambda conn: _queued(conn, budgeted=False), name="start_workflow")
         except DeferredWriteMismatch as exc:  # a queued write met an unexpected row count:
             logger.info("start of %s: %s; starting again statement by statement",

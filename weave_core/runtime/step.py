@@ -68,6 +68,7 @@ from weave_core.engine import Engine
 from weave_core.foundation import exactjson
 from weave_core.foundation.exactjson import JSON
 from weave_core.foundation.faults import fault_point
+from weave_core.observability.metrics import CAPACITY_RERUNS, child
 from weave_core.runtime.consumer import ConsumeResult, consume_held_txn, consume_task_results
 from weave_core.runtime.snapshot import lock_chain, lock_step_chain
 from weave_core.storage.deferred import DeferredWriteMismatch, deferring, deferring_now
@@ -128,6 +129,7 @@ def complete_step(
                         claim_next, in_order=o),
                     name="step")
             except CapacityLocksNeeded:
+                child(CAPACITY_RERUNS, "step").inc()
                 continue
             except _Classic:
                 break
