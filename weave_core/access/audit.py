@@ -99,11 +99,6 @@ def write_audit(
     return int(key[0])
 
 
-def _parse(text: str | None) -> JSON:
-    # Our own canonical text: any depth we wrote is accepted back.
-    return None if text is None else exactjson.loads_stored(text)
-
-
 def list_audit(
     conn: Connection,
     namespace: str,
@@ -132,7 +127,7 @@ def list_audit(
             object_type=row["object_type"],
             object_id=row["object_id"],
             operation_id=row["operation_id"],
-            metadata=_parse(row["metadata"]),
+            metadata=exactjson.loads_stored(row["metadata"]),
         )
         for row in rows
     ]

@@ -74,10 +74,6 @@ class CapacityLedger:
         self.quota += 1
         self.queues[queue] = self.queues.get(queue, 0) + 1
 
-    def copy(self) -> CapacityLedger:
-        return CapacityLedger(self.namespace, self.quota, dict(self.queues),
-                              None if self.budget is None else self.budget.copy())
-
     def apply(self, conn: Connection, now: datetime) -> None:
         """Write the net releases (the only change a ledger can net to) into release
         shards taken without waiting; raise :class:`CapacityLocksNeeded` when a counter
@@ -117,9 +113,6 @@ class Budget:
         self.quota -= 1
         self.queues[queue] -= 1
         return True
-
-    def copy(self) -> Budget:
-        return Budget(self.quota, dict(self.queues))
 
 
 def budget_of(conn: Connection, namespace: str, quota: Any, queues: Sequence[Any]) -> Budget:

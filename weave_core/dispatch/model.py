@@ -185,10 +185,6 @@ class TaskError:
         return out
 
 
-def _doc(text: str | None) -> JSON:
-    return None if text is None else exactjson.loads_stored(text)
-
-
 @dataclass(frozen=True)
 class TaskView:
     """A task as the API and the runtime read it."""
@@ -238,11 +234,11 @@ class TaskView:
             effect_unknown=bool(row.effect_unknown),
             cancel_requested=bool(row.cancel_requested),
             current_attempt_id=row.current_attempt_id,
-            result=_doc(row.result),
-            error=_doc(row.error),
+            result=exactjson.loads_stored(row.result),
+            error=exactjson.loads_stored(row.error),
             created_at=row.created_at,
             updated_at=row.updated_at,
-            input=_doc(row.input),
+            input=exactjson.loads_stored(row.input),
         )
 
 
@@ -264,7 +260,7 @@ class ClaimedTask:
 
 def parse_document(text: str | None) -> JSON:
     """Read back a JSON column we wrote (canonical, any depth we accepted)."""
-    return _doc(text)
+    return exactjson.loads_stored(text)
 
 
 __all__ = [

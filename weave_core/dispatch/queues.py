@@ -19,11 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import mysql as mysql_dialect
-from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import Connection
 
 from weave_core.access.audit import write_audit
@@ -45,7 +42,7 @@ from weave_core.foundation.errors import Problem, ValidationError
 from weave_core.storage.db import Database
 from weave_core.storage.locks import lock_namespace_quota, lock_queues
 from weave_core.storage.schema import weave_namespace_quotas, weave_queues
-from weave_core.storage.statements import run_prebuilt
+from weave_core.storage.statements import insert_missing, run_prebuilt
 
 MAX_CAPACITY = 10_000_000
 
@@ -65,28 +62,19 @@ class QuotaState:
     outstanding: int
 
 
-def _insert_missing(conn: Connection, table: sa.Table, values: dict[str, Any]) -> None:
-    """Insert a row unless its key exists (two creators racing both succeed)."""
-    if conn.dialect.name == "sqlite":
-        conn.execute(sqlite_dialect.insert(table).values(**values).on_conflict_do_nothing())
-    else:
-        stmt = mysql_dialect.insert(table).values(**values)
-        conn.execute(stmt.on_duplicate_key_update(namespace=table.c.namespace))
-
-
 def _ensure_quota(conn: Connection, namespace: str, now: datetime) -> None:
-    _insert_missing(conn, weave_namespace_quotas, {
+    insert_missing(conn, weave_namespace_quotas, [{
         "namespace": namespace, "task_quota": DEFAULT_NAMESPACE_QUOTA, "outstanding": 0,
         "updated_at": now,
-    })
+    }])
     create_shards(conn, namespace, QUOTA)
 
 
 def _ensure_queue(conn: Connection, namespace: str, queue: str, now: datetime) -> None:
-    _insert_missing(conn, weave_queues, {
+    insert_missing(conn, weave_queues, [{
         "namespace": namespace, "name": queue, "capacity": DEFAULT_QUEUE_CAPACITY,
         "outstanding": 0, "created_at": now, "updated_at": now,
-    })
+    }])
     create_shards(conn, namespace, queue)
 
 

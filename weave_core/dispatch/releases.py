@@ -34,13 +34,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import mysql as mysql_dialect
-from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import Connection
 
 from weave_core.storage.deferred import deferring_now, send_with
 from weave_core.storage.schema import weave_capacity_releases
-from weave_core.storage.statements import read_with_queue, run_prebuilt
+from weave_core.storage.statements import (
+    insert_missing,
+    prebuilt_sql,
+    read_with_queue,
+    run_prebuilt,
+)
 
 SHARDS: Final = 16
 """Release shards per counter (the migration that made them used the same number; code
@@ -54,13 +57,8 @@ _SUMS_KEY: Final = "weave_released_sums"
 
 def create_shards(conn: Connection, namespace: str, counter: str) -> None:
     """The counter's shards, unless they exist (called where its row is created)."""
-    rows = [{"namespace": namespace, "counter": counter, "shard": shard, "released": 0}
-            for shard in range(SHARDS)]
-    if conn.dialect.name == "sqlite":
-        conn.execute(sqlite_dialect.insert(_R).values(rows).on_conflict_do_nothing())
-    else:
-        stmt = mysql_dialect.insert(_R).values(rows)
-        conn.execute(stmt.on_duplicate_key_update(released=_R.c.released))
+    insert_missing(conn, _R, [{"namespace": namespace, "counter": counter, "shard": shard,
+                               "released": 0} for shard in range(SHARDS)])
 
 
 def sums_read(count: int) -> sa.Select[Any]:
@@ -119,11 +117,12 @@ def released(conn: Connection, namespace: str, counter: str) -> int:
     return sums[(namespace, counter)]
 
 
-def _take_shard_sql(dialect: str) -> sa.Select[Any]:
-    stmt = (sa.select(_R.c.shard)
+def _take_shard() -> sa.Select[Any]:
+    """A free shard of a counter, locked without waiting (SQLite, whose writers are
+    serialised, renders no lock clause)."""
+    return (sa.select(_R.c.shard)
             .where(_R.c.namespace == sa.bindparam("ns"), _R.c.counter == sa.bindparam("w_counter"))
-            .order_by(_R.c.shard).limit(1))
-    return stmt if dialect == "sqlite" else stmt.with_for_update(skip_locked=True)
+            .order_by(_R.c.shard).limit(1).with_for_update(skip_locked=True))
 
 
 _ADD = (
@@ -142,32 +141,19 @@ def give_back(conn: Connection, namespace: str, units: Mapping[str, int]) -> boo
     counters = sorted(units)
     params = [{"ns": namespace, "w_counter": counter} for counter in counters]
     shards: list[Any]
-    if deferring_now(conn):
-        text, defaults = _take_shard_text(conn)
-        answers = send_with(conn, [(text, {**defaults, **p}) for p in params])
+    prebuilt = prebuilt_sql(conn, "take_release_shard", _take_shard)
+    if prebuilt is not None and deferring_now(conn):
+        text, literals = prebuilt
+        answers = send_with(conn, [(text, {**literals, **p}) for p in params])
         shards = [answer.rows[0][0] if answer.rows else None for answer in answers]
     else:
-        stmt = _take_shard_sql(conn.dialect.name)
-        shards = [conn.execute(stmt, p).scalar_one_or_none() for p in params]
+        shards = [conn.execute(_take_shard(), p).scalar_one_or_none() for p in params]
     if any(shard is None for shard in shards):
         return False
     for counter, shard, p in zip(counters, shards, params, strict=True):
         run_prebuilt(conn, "release_shard_add", lambda: _ADD,
                      {**p, "w_shard": int(shard), "units": units[counter]}, queue=True, rows=1)
     return True
-
-
-_SQL: dict[str, tuple[str, dict[str, Any]]] = {}
-
-
-def _take_shard_text(conn: Connection) -> tuple[str, dict[str, Any]]:
-    """The shard-taking read as MariaDB text with its literal binds (compiled once)."""
-    dialect = conn.dialect.name
-    if dialect not in _SQL:
-        compiled = _take_shard_sql(dialect).compile(dialect=conn.dialect)
-        _SQL[dialect] = (str(compiled),
-                         {k: v for k, v in compiled.params.items() if v is not None})
-    return _SQL[dialect]
 
 
 def outstanding_of(table: sa.Table, counter: sa.ColumnElement[str]) -> sa.ColumnElement[int]:

@@ -36,10 +36,12 @@ def loads(
         raise _engine_error(exc) from exc
 
 
-def loads_stored(text: str) -> JSON:
+def loads_stored(text: str | None) -> JSON:
     """Read back canonical text the engine wrote to its own tables (a hot-path read: see
-    ``weave_sdk.exactjson.loads_stored``); text that is not JSON raises
-    ``InvalidJsonError``."""
+    ``weave_sdk.exactjson.loads_stored``); a NULL column (None) reads as None, text that is
+    not JSON raises ``InvalidJsonError``."""
+    if text is None:
+        return None
     try:
         return _exact.loads_stored(text)
     except _exact.JSONDecodeError as exc:

@@ -81,7 +81,7 @@ def new_operation_id() -> str:
 
 def load_json(text: str | None) -> JSON:
     """Parse a stored canonical JSON column exactly (None stays None)."""
-    return None if text is None else exactjson.loads_stored(text)
+    return exactjson.loads_stored(text)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import mysql as mysql_dialect
+from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import Connection, Row
 
 from weave_core.observability.observe import task_event_txn
@@ -56,6 +58,25 @@ def _compiled(conn: Connection, key: tuple[Any, ...], build: Any
         found = _DRIVER_SQL[full] = (str(compiled), {
             k: v for k, v in compiled.params.items() if v is not None})
     return found
+
+
+def prebuilt_sql(conn: Connection, name: str, build: Any
+                 ) -> tuple[str, dict[str, Any]] | None:
+    """The text of a read built once (``build()``, cached per dialect under ``name``) and
+    the values of its literal binds, for a caller that sends it with others
+    (``deferred.send_with``); None where :func:`_compiled` gives none (SQLite)."""
+    return _compiled(conn, ("read", name), build)
+
+
+def insert_missing(conn: Connection, table: sa.Table, rows: Sequence[dict[str, Any]]) -> None:
+    """Insert ``rows`` unless their keys exist (two creators racing both succeed): SQLite's
+    ``ON CONFLICT DO NOTHING``, MariaDB's ``ON DUPLICATE KEY UPDATE`` of a key to itself."""
+    if conn.dialect.name == "sqlite":
+        conn.execute(sqlite_dialect.insert(table).values(list(rows)).on_conflict_do_nothing())
+    else:
+        key = next(iter(table.primary_key.columns))
+        stmt = mysql_dialect.insert(table).values(list(rows))
+        conn.execute(stmt.on_duplicate_key_update({key.name: key}))
 
 
 def _driver_sql(conn: Connection, key: tuple[Any, ...], build: Any) -> str | None:
@@ -348,8 +369,19 @@ def appending(conn: Connection) -> Iterator[None]:
 
 
 __all__ = [
-    "LockMode", "RowChanges", "append_row", "appending", "insert_row_key", "insert_rows",
-    "insert_rows_ids", "read_with_queue", "run_prebuilt", "select_keyed",
+    "LockMode",
+    "RowChanges",
+    "append_row",
+    "appending",
+    "insert_missing",
+    "insert_row_key",
+    "insert_rows",
+    "insert_rows_ids",
+    "prebuilt_sql",
+    "read_with_queue",
+    "run_prebuilt",
+    "select_keyed",
     "take_appended",
-    "update_keyed", "update_many_keyed",
+    "update_keyed",
+    "update_many_keyed",
 ]
