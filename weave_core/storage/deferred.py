@@ -45,6 +45,8 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
+from weave_core.storage import prepared
+
 _KEY = "weave_deferred_writes"
 _LOST = frozenset({2006, 2013})
 _listening: weakref.WeakSet[Engine] = weakref.WeakSet()
@@ -153,11 +155,18 @@ def send_with(conn: Connection, statements: Sequence[tuple[str, dict[str, Any]]]
         everything = [(sql, params) for sql, params, _ in items] + list(statements)
         for sql, params in everything:  # listeners see every statement, as if sent alone
             conn.dispatch.before_cursor_execute(conn, cursor, sql, params, None, False)
-        texts = [_mogrify(dbapi, cursor, sql, params) for sql, params in everything]
-        if union:
-            texts[len(items):] = [_as_union(texts[len(items):])]
+        groups: list[tuple[range, Callable[[list[str]], str]]] = []
+        split = len(items) if block else 0
         if block:
-            texts[:len(items)] = [_as_block(texts[:len(items)], [e for _, _, e in items])]
+            counts = [e for _, _, e in items]
+            groups.append((range(split), lambda t: _as_block(t, counts)))
+        else:
+            groups += [(range(i, i + 1), _only) for i in range(len(items))]
+        if union:
+            groups.append((range(len(items), len(everything)), _as_union))
+        else:
+            groups += [(range(i, i + 1), _only) for i in range(len(items), len(everything))]
+        texts = _texts(conn, dbapi, cursor, everything, groups, mariadb)
         try:
             answers = _send(conn, cursor, ";\n".join(texts))
         except DBAPIError as exc:
@@ -263,6 +272,63 @@ def _mogrify(dbapi: Any, cursor: Any, sql: str, params: dict[str, Any]) -> str:
     escape = dbapi.escape
     return sql % {key: (_LITERALS.get(type(value)) or escape)(value)
                   for key, value in params.items()}
+
+
+def _only(texts: list[str]) -> str:
+    return texts[0]
+
+
+def _texts(conn: Connection, dbapi: Any, cursor: Any,
+           statements: Sequence[tuple[str, dict[str, Any]]],
+           groups: Sequence[tuple[range, Callable[[list[str]], str]]], mariadb: bool
+           ) -> list[str]:
+    """The query texts of ``statements``, each group joined by its function (a compound
+    block, a union, or one statement alone): on MariaDB an ``EXECUTE`` of the group's
+    prepared shape (``storage/prepared.py``), else (or for a shape that cannot be
+    prepared) the plain text."""
+    shapes: list[tuple[str, list[str]] | None] = [None] * len(statements)
+    if mariadb and PREPARED and not (
+            dbapi.server_status & SERVER_STATUS.SERVER_STATUS_NO_BACKSLASH_ESCAPES):
+        shapes = [_shape(dbapi, sql, params) for sql, params in statements]
+    candidates: list[int] = []
+    joined: list[str] = []
+    values: list[list[str]] = []
+    for index, (members, join) in enumerate(groups):
+        parts = [shapes[i] for i in members]
+        if all(part is not None for part in parts):
+            candidates.append(index)
+            joined.append(join([part[0] for part in parts if part is not None]))
+            values.append([v for part in parts if part is not None for v in part[1]])
+    texts: list[str | None] = [None] * len(groups)
+    if candidates:
+        def prepare(text: str) -> None:
+            _send(conn, cursor, text)
+        for index, text in zip(candidates, prepared.executes(dbapi, prepare, joined, values),
+                               strict=True):
+            texts[index] = text
+    return [text if text is not None else
+            join([_mogrify(dbapi, cursor, *statements[i]) for i in members])
+            for text, (members, join) in zip(texts, groups, strict=True)]
+
+
+PREPARED = True
+"""Send MariaDB's statements as prepared shapes (tests turn it off to compare)."""
+
+
+def _shape(dbapi: Any, sql: str, params: dict[str, Any]) -> tuple[str, list[str]] | None:
+    """The statement's shape and its values as SQL literals; None when a value has no
+    single literal (a sequence, which PyMySQL spells as a parenthesised list)."""
+    shape, names = prepared.template(sql, params)
+    literals: list[str] = []
+    for name in names:
+        value = params[name]
+        render = _LITERALS.get(type(value))
+        if render is None:
+            if isinstance(value, list | tuple | set | frozenset | dict):
+                return None
+            render = dbapi.escape
+        literals.append(render(value))
+    return shape, literals
 
 
 def _answer(cursor: Any) -> Answer:
