@@ -133,6 +133,11 @@ def complete_step(
                 continue
             except _Classic:
                 break
+            except DeferredWriteMismatch as exc:  # the closing writes, sent with the COMMIT
+                logger.info("step of task %s: %s; taking the classic path", task_id, exc)
+                break
+            except DBAPIError:  # not one to re-run (Database re-ran those): the classic
+                break  # path sends each statement alone and answers as before
             fault_point("step.after_commit")  # committed, the worker not yet answered
             if expired:
                 settle_expired(engine.db, namespace, queue, expired, actor=actor,
@@ -259,7 +264,7 @@ def _step_txn(
         if reruns_transaction(exc):  # sends each statement alone and answers as before
             raise
         raise _Classic from exc
-    fault_point("step.before_commit")  # every statement sent (the queue too), no COMMIT
+    fault_point("step.before_commit")  # no COMMIT; the last queued writes go with it
     return done
 
 

@@ -44,6 +44,7 @@ from weave_core.foundation.errors import (
 )
 from weave_core.observability import tracing
 from weave_core.observability.metrics import TRANSACTION_RETRIES, TRANSACTION_SECONDS, child
+from weave_core.storage import deferred
 from weave_core.storage.engines import (
     SQLITE_READ_OPTION,
     TRANSACTION_ENDED,
@@ -227,10 +228,17 @@ class Database:
                 conn = conn.execution_options(**{SQLITE_READ_OPTION: True})
             trans = conn.begin()
             info = conn.info  # the connection's own dict: still there if it is invalidated
+            deferred.forget(info)
             info[TXN_STARTED] = time.perf_counter()
             try:
                 result = fn(conn)
-                trans.commit()
+                try:
+                    trans.commit()  # with the last queued writes, on MariaDB (deferred)
+                except DBAPIError as exc:
+                    refused = deferred.mismatch_at_commit(conn, exc)
+                    if refused is not None:
+                        raise refused from exc
+                    raise
                 # the pool sends no ROLLBACK after it (engines.reset_on_return)
                 conn.connection.info[TRANSACTION_ENDED] = True
             except BaseException:

@@ -48,6 +48,10 @@ from sqlalchemy.exc import DBAPIError
 from weave_core.storage import prepared
 
 _KEY = "weave_deferred_writes"
+_AT_COMMIT = "weave_deferred_at_commit"
+_LEFT = "weave_deferred_writes_left"
+"""Writes a closed :func:`deferring` block left queued: sent before the next statement,
+or with the ``COMMIT``."""
 _LOST = frozenset({2006, 2013})
 _listening: weakref.WeakSet[Engine] = weakref.WeakSet()
 
@@ -75,7 +79,11 @@ def deferring_now(conn: Connection) -> bool:
 @contextmanager
 def deferring(conn: Connection) -> Iterator[None]:
     """Queue the block's keyed writes and send them together (module docstring). On an
-    exception the queue is dropped unsent: the transaction is rolling back."""
+    exception the queue is dropped unsent: the transaction is rolling back.
+
+    What is still queued when the block ends stays queued: the next statement sends it
+    first, and if that is the transaction's commit, it goes with the ``COMMIT`` in one
+    round trip (:func:`_commit_first`)."""
     if conn.dialect.name not in ("mysql", "mariadb") or _KEY in conn.info:
         yield
         return
@@ -83,9 +91,80 @@ def deferring(conn: Connection) -> Iterator[None]:
     conn.info[_KEY] = []
     try:
         yield
+    except BaseException:
+        _discard(conn)
+        raise
+    left = conn.info.pop(_KEY, None)
+    if left:
+        conn.info.setdefault(_LEFT, []).extend(left)
+
+
+def _commit_first(conn: Connection) -> None:
+    """The transaction commits (SQLAlchemy's ``commit`` event, before the ``COMMIT`` goes
+    out): what is still queued goes first. On MariaDB it goes **with** the ``COMMIT``, one
+    round trip: the queue's text is handed to the driver connection, whose ``commit()``
+    sends it and ``COMMIT`` as one query (``engines._Connection``). Its compound block
+    checks every row count before the ``COMMIT`` runs, and a failing statement stops the
+    query there: the error is the commit's, the transaction still open (``Database`` turns
+    a row count refused into :class:`DeferredWriteMismatch`, :func:`mismatch_at_commit`).
+    On MySQL, whose counts are checked only once the answers are read, too late for a
+    commit, the queue is sent first, alone."""
+    if not (conn.info.get(_KEY) or conn.info.get(_LEFT)):
+        return
+    if not getattr(conn.dialect, "is_mariadb", False):
         flush(conn)
+        return
+    items = _take(conn)
+    dbapi = conn.connection.dbapi_connection
+    assert dbapi is not None
+    cursor = dbapi.cursor()
+    try:
+        statements = [(sql, params) for sql, params, _ in items]
+        for sql, params in statements:  # listeners see every statement, as if sent alone
+            conn.dispatch.before_cursor_execute(conn, cursor, sql, params, None, False)
+        counts = [e for _, _, e in items]
+        texts = _texts(conn, dbapi, cursor, statements,
+                       [(range(len(items)), lambda t: _as_block(t, counts))], True)
     finally:
-        conn.info.pop(_KEY, None)
+        cursor.close()
+    dbapi.weave_before_commit = texts[0]
+    conn.info[_AT_COMMIT] = items
+
+
+def mismatch_at_commit(conn: Connection, exc: DBAPIError) -> DeferredWriteMismatch | None:
+    """The row count a write sent with the ``COMMIT`` was refused for, if that is what
+    ``exc`` (the commit's error) is."""
+    broken = _mismatched(exc)
+    if broken is None or conn.invalidated:
+        return None
+    items: list[tuple[str, dict[str, Any], int | None]] | None = conn.info.pop(_AT_COMMIT,
+                                                                                None)
+    if not items:
+        return None
+    dbapi = conn.connection.dbapi_connection
+    assert dbapi is not None
+    cursor = dbapi.cursor()
+    try:
+        cursor.execute("SELECT @weave_deferred_rows")  # what the block saw
+        got = (cursor.fetchone() or ("?",))[0]
+    finally:
+        cursor.close()
+    sql, expected = items[broken][0], items[broken][2]
+    return DeferredWriteMismatch(f"{got} rows (expected {expected}) for: {sql[:120]}")
+
+
+def _discard(conn: Connection, *_: Any) -> None:
+    """The transaction is rolling back: what is queued goes nowhere."""
+    if not conn.invalidated:  # else its info is out of reach; ``forget`` at the next begin
+        forget(conn.info)
+
+
+def forget(info: dict[Any, Any]) -> None:
+    """Drop anything queued on the connection whose ``info`` this is (``Database`` calls
+    it as a transaction begins: nothing of an earlier one may be sent in it)."""
+    info.pop(_KEY, None)
+    info.pop(_LEFT, None)
+    info.pop(_AT_COMMIT, None)
 
 
 def install(engine: Engine) -> None:
@@ -94,12 +173,14 @@ def install(engine: Engine) -> None:
     others see the queued statements before the one that sent them."""
     if engine not in _listening:
         event.listen(engine, "before_cursor_execute", _send_first)
+        event.listen(engine, "commit", _commit_first)  # any commit: the queue goes first
+        event.listen(engine, "rollback", _discard)
         _listening.add(engine)
 
 
 def _send_first(conn: Connection, *_: Any) -> None:
     """Any other statement waits for the queued ones (their order is the code's order)."""
-    if conn.info.get(_KEY):
+    if conn.info.get(_KEY) or conn.info.get(_LEFT):
         flush(conn)
 
 
@@ -117,7 +198,7 @@ class Answer:
 def flush(conn: Connection) -> None:
     """Send the queued writes now, as one multi-statement round trip, and check each
     statement's row count."""
-    if conn.info.get(_KEY):
+    if conn.info.get(_KEY) or conn.info.get(_LEFT):
         send_with(conn, ())
 
 
@@ -139,17 +220,14 @@ def send_with(conn: Connection, statements: Sequence[tuple[str, dict[str, Any]]]
     each result set it reads (its description, its end packet), six reads of a step's
     chain cost that six times, one union once.
     """
-    pending: list[tuple[str, dict[str, Any], int | None]] | None = conn.info.get(_KEY)
-    items = list(pending or ())
-    if pending:
-        pending.clear()
+    items = _take(conn)
     if not items and not statements:
         return []
     dbapi = conn.connection.dbapi_connection
     assert dbapi is not None
     cursor = dbapi.cursor()
     mariadb = bool(getattr(conn.dialect, "is_mariadb", False))
-    block = len(items) >= 2 and mariadb
+    block = mariadb and len(items) >= 2
     union = union and mariadb and len(statements) >= 2
     try:
         everything = [(sql, params) for sql, params, _ in items] + list(statements)
@@ -189,6 +267,16 @@ def send_with(conn: Connection, statements: Sequence[tuple[str, dict[str, Any]]]
                 f"{got.rowcount} rows (expected {expected}) for: {sql[:120]}")
     answers = answers[len(items):]
     return _split(answers[0], len(statements)) if union else answers
+
+
+def _take(conn: Connection) -> list[tuple[str, dict[str, Any], int | None]]:
+    """The queued writes, oldest first, taken off the queue."""
+    left: list[tuple[str, dict[str, Any], int | None]] | None = conn.info.pop(_LEFT, None)
+    pending: list[tuple[str, dict[str, Any], int | None]] | None = conn.info.get(_KEY)
+    items = [*(left or ()), *(pending or ())]
+    if pending:
+        pending.clear()
+    return items
 
 
 def _as_union(texts: Sequence[str]) -> str:
@@ -355,6 +443,6 @@ def _send(conn: Connection, cursor: Any, text: str) -> list[Answer]:
 
 
 __all__ = [
-    "Answer", "DeferredWriteMismatch", "defer", "deferring", "deferring_now", "flush", "install",
-    "send_with",
+    "Answer", "DeferredWriteMismatch", "defer", "deferring", "deferring_now", "flush", "forget",
+    "install", "mismatch_at_commit", "send_with",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+import pymysql
 import sqlalchemy as sa
 from pymysql.constants import CLIENT
 from sqlalchemy import event
@@ -49,8 +50,46 @@ def mysql_engine(url: sa.URL, pool_size: int) -> Engine:
         },
     )
     deferred.install(engine)  # first listener: queued writes are sent, and seen, first
+    event.listen(engine, "do_connect", _connect)
     event.listen(engine, "reset", _reset_on_return)
     return engine
+
+
+class _Connection(pymysql.connections.Connection):
+    """PyMySQL's connection, whose ``commit()`` sends the transaction's last queued writes
+    and the ``COMMIT`` as one query (``weave_before_commit``, set by ``deferred`` as the
+    commit begins): one round trip less per transaction. A failing statement stops the
+    query before the ``COMMIT``; its error is the commit's, and the transaction is rolled
+    back before it is raised, as a failed commit must leave none open."""
+
+    weave_before_commit: str | None = None
+
+    def commit(self) -> None:
+        before, self.weave_before_commit = self.weave_before_commit, None
+        if before is None:
+            super().commit()
+            return
+        try:
+            self.query(before + ";\nCOMMIT")
+            while getattr(getattr(self, "_result", None), "has_next", False):
+                self.next_result()
+        except pymysql.err.MySQLError:
+            # A write refused (a row count, a duplicate key) leaves the transaction open:
+            # a failed commit must not, or the pool would hand out its locks and writes.
+            try:
+                super().rollback()
+            except pymysql.err.MySQLError:
+                self._force_close()  # type: ignore[attr-defined]  # never reused open
+            raise
+
+    def rollback(self) -> None:
+        self.weave_before_commit = None
+        super().rollback()
+
+
+def _connect(dialect: Any, record: ConnectionPoolEntry, cargs: Any, cparams: Any
+             ) -> _Connection:
+    return _Connection(*cargs, **cparams)
 
 
 TRANSACTION_ENDED: Final = "weave_transaction_ended"

@@ -1,0 +1,162 @@
+"""The last queued writes of a transaction sent with its ``COMMIT`` (``storage.deferred``
+and ``storage.engines._Connection``), on a real MariaDB: one round trip, listeners told as
+before, and a write refused there leaves nothing committed and no transaction open."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+
+from tests.round_trips import RoundTrips
+from weave_core.access.identity import create_namespace
+from weave_core.storage.db import Database
+from weave_core.storage.deferred import DeferredWriteMismatch, deferring
+from weave_core.storage.schema import weave_queues
+from weave_core.storage.statements import insert_rows, update_keyed
+
+AT = datetime(2026, 12, 4, 23, 0, 0, 500000)
+
+
+@pytest.fixture
+def one_db(mysql_url: str) -> Iterator[Database]:
+    """One pooled connection: what a failed commit leaves is what the next user gets."""
+    db = Database.from_url(mysql_url, pool_size=1)
+    yield db
+    db.dispose()
+
+
+def _queue(namespace: str, name: str, capacity: int = 10) -> dict[str, Any]:
+    return {"namespace": namespace, "name": name, "capacity": capacity, "outstanding": 0,
+            "created_at": AT, "updated_at": AT}
+
+
+def _names(db: Database, namespace: str) -> list[str]:
+    def run(conn: Connection) -> list[str]:
+        rows = conn.execute(sa.select(weave_queues.c.name).where(
+            weave_queues.c.namespace == namespace).order_by(weave_queues.c.name))
+        return [str(name) for (name,) in rows]
+    return db.read(run, name="t")
+
+
+def _open_transactions(db: Database) -> int:
+    """Transactions InnoDB holds for the pool's one connection (0: none left open)."""
+    def run(conn: Connection) -> int:
+        return int(conn.exec_driver_sql(
+            "SELECT COUNT(*) FROM information_schema.innodb_trx "
+            "WHERE trx_mysql_thread_id = CONNECTION_ID() AND trx_rows_modified > 0"
+        ).scalar_one())
+    return db.read(run, name="t")
+
+
+def test_the_last_writes_and_the_commit_are_one_round_trip(
+    one_db: Database, ns_name: str, round_trips: RoundTrips
+) -> None:
+    create_namespace(one_db, ns_name)
+    seen: list[str] = []
+
+    def statement(conn: Any, cursor: Any, sql: str, *_: Any) -> None:
+        seen.append(sql.split()[0])
+
+    def commit(conn: Any) -> None:
+        seen.append("COMMIT")
+
+    def run(conn: Connection) -> None:
+        with deferring(conn):
+            insert_rows(conn, weave_queues, [_queue(ns_name, "a"), _queue(ns_name, "b")])
+            update_keyed(conn, weave_queues, {"namespace": ns_name, "name": "b"},
+                         {"capacity": 7})
+
+    event.listen(one_db.engine, "before_cursor_execute", statement)
+    event.listen(one_db.engine, "commit", commit)
+    try:
+        one_db.transaction(run, name="t")  # the shapes are prepared by now
+        before = round_trips.count
+        seen.clear()
+        one_db.transaction(lambda conn: _again(conn, ns_name), name="t")
+        trips = round_trips.count - before
+    finally:
+        event.remove(one_db.engine, "before_cursor_execute", statement)
+        event.remove(one_db.engine, "commit", commit)
+    assert trips == 1  # the two writes and the COMMIT
+    assert seen == ["UPDATE", "UPDATE", "COMMIT"]  # each statement seen, the commit once
+    assert _names(one_db, ns_name) == ["a", "b"]
+
+
+def _again(conn: Connection, namespace: str) -> None:
+    with deferring(conn):
+        for name, capacity in (("a", 3), ("b", 4)):
+            update_keyed(conn, weave_queues, {"namespace": namespace, "name": name},
+                         {"capacity": capacity})
+
+
+def test_a_write_refused_at_the_commit_leaves_nothing_committed_or_open(
+    one_db: Database, ns_name: str
+) -> None:
+    create_namespace(one_db, ns_name)
+
+    def run(conn: Connection) -> None:
+        with deferring(conn):
+            insert_rows(conn, weave_queues, [_queue(ns_name, "a")])
+            update_keyed(conn, weave_queues, {"namespace": ns_name, "name": "gone"},
+                         {"capacity": 1})
+
+    for _ in range(2):  # plain, then from the prepared shape
+        with pytest.raises(DeferredWriteMismatch, match="0 rows") as refused:
+            one_db.transaction(run, name="t")
+        assert "weave_queues" in str(refused.value)
+        assert _open_transactions(one_db) == 0
+        assert _names(one_db, ns_name) == []
+
+
+def test_a_duplicate_key_at_the_commit_is_the_commits_error_and_rolls_back(
+    one_db: Database, ns_name: str
+) -> None:
+    create_namespace(one_db, ns_name)
+    one_db.transaction(lambda conn: insert_rows(conn, weave_queues, [_queue(ns_name, "a")]),
+                       name="t")
+
+    def run(conn: Connection) -> None:
+        with deferring(conn):
+            insert_rows(conn, weave_queues, [_queue(ns_name, "b")])
+            insert_rows(conn, weave_queues, [_queue(ns_name, "a", 99)])
+
+    with pytest.raises(IntegrityError):
+        one_db.transaction(run, name="t")
+    assert _open_transactions(one_db) == 0
+    assert _names(one_db, ns_name) == ["a"]
+
+
+def test_a_connection_killed_at_its_commit_commits_nothing(
+    one_db: Database, ns_name: str
+) -> None:
+    """SQLAlchemy's commit event still comes before the COMMIT leaves: a connection killed
+    there loses the round trip that carried the writes, and the re-run records them once."""
+    create_namespace(one_db, ns_name)
+    armed = {"kill": True}
+
+    def kill(conn: Connection) -> None:
+        if armed.pop("kill", False):
+            own = conn.exec_driver_sql("SELECT CONNECTION_ID()").scalar_one()
+            with one_db.engine.connect() as killer_pool:  # a second, overflow connection
+                killer_pool.exec_driver_sql(f"KILL CONNECTION {int(own)}")
+
+    def run(conn: Connection) -> None:
+        with deferring(conn):
+            insert_rows(conn, weave_queues, [_queue(ns_name, "k")])
+            update_keyed(conn, weave_queues, {"namespace": ns_name, "name": "k"},
+                         {"capacity": 5})
+
+    event.listen(one_db.engine, "commit", kill)
+    try:
+        one_db.transaction(run, name="t")
+    finally:
+        event.remove(one_db.engine, "commit", kill)
+    assert "kill" not in armed
+    assert _names(one_db, ns_name) == ["k"]
