@@ -39,6 +39,7 @@ from weave_core.foundation.limits import DEFAULT_LIMITS, Limits
 from weave_core.observability.metrics import LONG_POLL_WAITERS
 from weave_core.observability.observe import queue_wait_txn
 from weave_core.storage.db import Database
+from weave_core.storage.deferred import deferring
 from weave_core.storage.locks import lock_claimable_tasks
 from weave_core.storage.schema import weave_task_attempts, weave_task_events, weave_tasks
 from weave_core.storage.statements import append_row, insert_rows, update_keyed
@@ -155,8 +156,11 @@ def claim(
     keys = [h.key for h in handlers]
 
     def _claim(conn: Connection) -> tuple[list[ClaimedTask], list[Row[Any]]]:
-        return claim_txn(conn, namespace=namespace, queue=queue, worker_id=worker_id,
-                         handler_keys=keys, max_tasks=max_tasks, now=db.now(conn))
+        # The attempts, the tasks' UPDATEs and their events are queued and go with the
+        # COMMIT (weave_core.storage.deferred): three round trips however many are claimed.
+        with deferring(conn):
+            return claim_txn(conn, namespace=namespace, queue=queue, worker_id=worker_id,
+                             handler_keys=keys, max_tasks=max_tasks, now=db.now(conn))
 
     claimed, expired = db.transaction(_claim, name="dispatch_claim")
     if claimed:
