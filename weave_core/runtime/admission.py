@@ -43,6 +43,7 @@ from weave_core.foundation.exactjson import JSON
 from weave_core.foundation.exactschema import ExactValidator
 from weave_core.observability.metrics import CAPACITY_RERUNS, child
 from weave_core.planning.program import Program
+from weave_core.runtime import start_heads
 from weave_core.runtime.advance import advance_txn
 from weave_core.runtime.frozen import freeze, store_txn
 from weave_core.runtime.history import History
@@ -193,11 +194,31 @@ def start_workflow(
 ) -> StartResult:
     """Start (or find the original of) one instance; see the module docstring."""
     _check(request)
+    version = request.version or LATEST
+    head = start_heads.guess(engine, namespace, request.definition_id, version)
+    if head is not None and engine.db.dialect == "mysql" and programs(engine).cached(
+            (namespace, head.definition_id, head.version)) is not None:
+        try:  # no look-up: the guess is checked in the start's own opening reads
+            return _start_workflow(engine, namespace, request, actor, head)
+        except (start_heads.StaleHead, ValidationError):  # a newer head, or a refusal the
+            pass  # look-up may turn into the original start (R-3.2): the long way decides
+    start_heads.forget(engine, namespace, request.definition_id, version)
+    return _start_workflow(engine, namespace, request, actor, None)
+
+
+def _start_workflow(engine: Engine, namespace: str, request: StartRequest, actor: str,
+                    guessed: DefinitionHead | None) -> StartResult:
     db = engine.db
-    record = db.read(  # one read: the original start, else the definition
-        lambda conn: _lookup(conn, namespace, request), name="start_lookup")
-    if isinstance(record, InstanceView):
-        return StartResult(False, record)
+    record: InstanceView | DefinitionHead
+    if guessed is None:
+        record = db.read(  # one read: the original start, else the definition
+            lambda conn: _lookup(conn, namespace, request), name="start_lookup")
+        if isinstance(record, InstanceView):
+            return StartResult(False, record)
+        start_heads.remember(engine, namespace, request.definition_id,
+                             request.version or LATEST, record)
+    else:
+        record = guessed
     cache = programs(engine)
     key = (namespace, record.definition_id, record.version)
     program = cache.cached(key)
@@ -221,13 +242,21 @@ def start_workflow(
         budget: Budget | None = None
         if deferring_now(conn):  # MariaDB: the five opening reads in one round trip
             counters = sorted({QUOTA, *queues})  # what the takes compare with (releases)
-            found, (keys, sums), quota_row, queue_rows, now_row = lock_admission_at_once(
+            reads = [("idempotency", _key_read, _key_params(namespace, request)),
+                     (f"released.{len(counters)}", lambda: sums_read(len(counters)),
+                      sums_params(namespace, counters))]
+            if guessed is not None:  # the name's head, read with the locks
+                name, build, _ = start_heads.head_read(request.version)
+                reads.append((name, build, start_heads.head_params(
+                    namespace, request.definition_id, request.version)))
+            found, read_rows, quota_row, queue_rows, now_row = lock_admission_at_once(
                 conn, namespace=namespace, queues=queues, now_columns=db.now_columns,
-                reads=[("idempotency", _key_read, _key_params(namespace, request)),
-                       (f"released.{len(counters)}", lambda: sums_read(len(counters)),
-                        sums_params(namespace, counters))])
+                reads=reads)
+            keys, sums = read_rows[0], read_rows[1]
             if found is None:
                 raise _no_namespace(namespace)
+            if guessed is not None and not keys:  # an original start answers as it is
+                start_heads.check(read_rows[2], guessed)
             remember(conn, namespace, counters, [tuple(row) for row in sums])
             again = _original(conn, namespace, request, keys[0] if keys else None)
             if again is not None:
@@ -241,6 +270,9 @@ def start_workflow(
             again = _existing(conn, namespace, request)
             if again is not None:
                 return StartResult(False, again)
+            if guessed is not None and guessed != definition_head_txn(
+                    conn, namespace, request.definition_id, request.version or LATEST):
+                raise start_heads.StaleHead
             lock_capacity_txn(conn, namespace, queues)
             now = db.now(conn)
         if budget is None:
