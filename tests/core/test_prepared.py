@@ -225,3 +225,17 @@ def test_times_with_a_zone_and_sequences_keep_their_plain_path(mysql_db: Databas
         (answer,) = send_with(conn, [("SELECT %(t)s, 1 IN %(s)s", {"t": at, "s": (1, 2)})])
         assert answer.rows == [("2026-12-04 22:00:00", 1)]
         conn.rollback()
+
+
+def test_short_literals_are_escaped_once_and_long_ones_each_time(mysql_db: Database) -> None:
+    short, long = "it's \\ short", "x" * 400
+    at = datetime(2026, 12, 4, 23, 30, 0, 1)
+    sql = "SELECT %(a)s, %(b)s, %(t)s"
+    with mysql_db.engine.connect() as conn:
+        for _ in range(2):
+            (answer,) = send_with(conn, [(sql, {"a": short, "b": long, "t": at})])
+            assert answer.rows == [(short, long, "2026-12-04 23:30:00.000001")]
+        conn.rollback()
+    assert deferred._SEEN[short] == "'it\\'s \\\\ short'"
+    assert deferred._SEEN[at] == "'2026-12-04 23:30:00.000001'"
+    assert long not in deferred._SEEN

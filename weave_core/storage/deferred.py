@@ -124,7 +124,7 @@ def _commit_first(conn: Connection) -> None:
             conn.dispatch.before_cursor_execute(conn, cursor, sql, params, None, False)
         counts = [e for _, _, e in items]
         texts = _texts(conn, dbapi, cursor, statements,
-                       [(range(len(items)), lambda t: _as_block(t, counts))], True)
+                       [(range(len(items)), _Join("block", tuple(counts)))], True)
     finally:
         cursor.close()
     dbapi.weave_before_commit = texts[0]
@@ -233,17 +233,16 @@ def send_with(conn: Connection, statements: Sequence[tuple[str, dict[str, Any]]]
         everything = [(sql, params) for sql, params, _ in items] + list(statements)
         for sql, params in everything:  # listeners see every statement, as if sent alone
             conn.dispatch.before_cursor_execute(conn, cursor, sql, params, None, False)
-        groups: list[tuple[range, Callable[[list[str]], str]]] = []
+        groups: list[tuple[range, _Join]] = []
         split = len(items) if block else 0
         if block:
-            counts = [e for _, _, e in items]
-            groups.append((range(split), lambda t: _as_block(t, counts)))
+            groups.append((range(split), _Join("block", tuple(e for _, _, e in items))))
         else:
-            groups += [(range(i, i + 1), _only) for i in range(len(items))]
+            groups += [(range(i, i + 1), _ONE) for i in range(len(items))]
         if union:
-            groups.append((range(len(items), len(everything)), _as_union))
+            groups.append((range(len(items), len(everything)), _UNION))
         else:
-            groups += [(range(i, i + 1), _only) for i in range(len(items), len(everything))]
+            groups += [(range(i, i + 1), _ONE) for i in range(len(items), len(everything))]
         texts = _texts(conn, dbapi, cursor, everything, groups, mariadb)
         try:
             answers = _send(conn, cursor, ";\n".join(texts))
@@ -362,18 +361,36 @@ def _mogrify(dbapi: Any, cursor: Any, sql: str, params: dict[str, Any]) -> str:
                   for key, value in params.items()}
 
 
-def _only(texts: list[str]) -> str:
-    return texts[0]
+@dataclass(frozen=True)
+class _Join:
+    """How a group of statements goes out: ``one`` alone, a ``union`` of reads, or a
+    compound ``block`` of queued writes with their expected row counts."""
+
+    kind: str
+    counts: tuple[int | None, ...] = ()
+
+    def __call__(self, texts: list[str]) -> str:
+        if self.kind == "block":
+            return _as_block(texts, self.counts)
+        if self.kind == "union":
+            return _as_union(texts)
+        return texts[0]
+
+
+_ONE = _Join("one")
+_UNION = _Join("union")
+_COMPOSED: dict[tuple[_Join, tuple[str, ...]], str] = {}
+"""Shapes of blocks and unions, joined once: a step's block of a dozen writes is the same
+text every time (its parts are the cached shapes of ``prepared.template``)."""
 
 
 def _texts(conn: Connection, dbapi: Any, cursor: Any,
            statements: Sequence[tuple[str, dict[str, Any]]],
-           groups: Sequence[tuple[range, Callable[[list[str]], str]]], mariadb: bool
-           ) -> list[str]:
-    """The query texts of ``statements``, each group joined by its function (a compound
-    block, a union, or one statement alone): on MariaDB an ``EXECUTE`` of the group's
-    prepared shape (``storage/prepared.py``), else (or for a shape that cannot be
-    prepared) the plain text."""
+           groups: Sequence[tuple[range, _Join]], mariadb: bool) -> list[str]:
+    """The query texts of ``statements``, each group joined (a compound block, a union,
+    or one statement alone): on MariaDB an ``EXECUTE`` of the group's prepared shape
+    (``storage/prepared.py``), else (or for a shape that cannot be prepared) the plain
+    text."""
     shapes: list[tuple[str, list[str]] | None] = [None] * len(statements)
     if mariadb and PREPARED and not (
             dbapi.server_status & SERVER_STATUS.SERVER_STATUS_NO_BACKSLASH_ESCAPES):
@@ -383,10 +400,23 @@ def _texts(conn: Connection, dbapi: Any, cursor: Any,
     values: list[list[str]] = []
     for index, (members, join) in enumerate(groups):
         parts = [shapes[i] for i in members]
-        if all(part is not None for part in parts):
-            candidates.append(index)
-            joined.append(join([part[0] for part in parts if part is not None]))
-            values.append([v for part in parts if part is not None for v in part[1]])
+        if None in parts:
+            continue
+        candidates.append(index)
+        if join is _ONE:
+            part = parts[0]
+            assert part is not None
+            joined.append(part[0])
+            values.append(part[1])
+            continue
+        key = (join, tuple(part[0] for part in parts if part is not None))
+        text = _COMPOSED.get(key)
+        if text is None:
+            if len(_COMPOSED) >= 1024:
+                _COMPOSED.clear()
+            text = _COMPOSED[key] = join(list(key[1]))
+        joined.append(text)
+        values.append([v for part in parts if part is not None for v in part[1]])
     texts: list[str | None] = [None] * len(groups)
     if candidates:
         def prepare(text: str) -> None:
@@ -401,6 +431,9 @@ def _texts(conn: Connection, dbapi: Any, cursor: Any,
 
 PREPARED = True
 """Send MariaDB's statements as prepared shapes (tests turn it off to compare)."""
+_SEEN: dict[Any, str] = {}
+"""Literals of short strings and of times already escaped: a step binds its namespace,
+instance, task and activation ids and its database time a dozen times each."""
 
 
 def _shape(dbapi: Any, sql: str, params: dict[str, Any]) -> tuple[str, list[str]] | None:
@@ -408,14 +441,27 @@ def _shape(dbapi: Any, sql: str, params: dict[str, Any]) -> tuple[str, list[str]
     single literal (a sequence, which PyMySQL spells as a parenthesised list)."""
     shape, names = prepared.template(sql, params)
     literals: list[str] = []
+    append, renders, seen = literals.append, _LITERALS, _SEEN
     for name in names:
         value = params[name]
-        render = _LITERALS.get(type(value))
-        if render is None:
-            if isinstance(value, list | tuple | set | frozenset | dict):
-                return None
-            render = dbapi.escape
-        literals.append(render(value))
+        kind = type(value)
+        if kind is str or kind is datetime:  # ids, names, times: the same few, many times
+            literal = seen.get(value)
+            if literal is None:
+                literal = renders[kind](value)
+                if len(literal) <= 160:
+                    if len(seen) >= 8192:
+                        seen.clear()
+                    seen[value] = literal
+            append(literal)
+            continue
+        render = renders.get(kind)
+        if render is not None:
+            append(render(value))
+            continue
+        if isinstance(value, list | tuple | set | frozenset | dict):
+            return None
+        append(dbapi.escape(value))
     return shape, literals
 
 

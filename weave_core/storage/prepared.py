@@ -59,7 +59,8 @@ def template(sql: str, params: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
     """``sql`` (pyformat, as SQLAlchemy compiles it) as a shape with ``?`` for each
     value, and the names of the values in the order the ``?`` take them."""
     found = _TEMPLATES.get(sql)
-    if found is not None and all(params.get(k) == v for k, v in found[2].items()):
+    if found is not None and (not found[2] or all(
+            params.get(k) == v for k, v in found[2].items())):
         return found[0], found[1]
     names: list[str] = []
     inlined: dict[str, int] = {}
