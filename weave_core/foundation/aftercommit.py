@@ -3,8 +3,11 @@
 A transaction that makes a task claimable (``dispatch.wakeup``) or an instance done
 (``runtime.outcomes``) wakes this process's waiters — but only once it has committed, never
 before, and not at all when it rolls back. :func:`note` collects the keys on the
-connection; one ``commit``/``rollback`` listener per engine hands them to the callback that
-:func:`subscribe` registered for their channel. Nothing is collected for a channel nobody
+connection; once ``Database.transaction`` saw the COMMIT succeed (:func:`run_later`) they
+go to the callback that :func:`subscribe` registered for their channel. Not at
+SQLAlchemy's ``commit`` event: that fires before the ``COMMIT`` is sent (and on MariaDB the
+transaction's last writes travel with it), so a woken claimer could look for a task before
+it exists, miss it and sleep until its next poll. Nothing is collected for a channel nobody
 subscribed to in this process.
 
 :func:`later` is the exact form for counters and log lines (``weave_core.observability.observe``): a
@@ -38,7 +41,6 @@ def subscribe(engine: Engine, channel: str, notify: Notify) -> None:
         channels = _channels.get(engine)
         if channels is None:
             channels = _channels[engine] = {}
-            event.listen(engine, "commit", _on_commit)
             event.listen(engine, "rollback", _on_rollback)
         channels[channel] = notify
 
@@ -46,9 +48,10 @@ def subscribe(engine: Engine, channel: str, notify: Notify) -> None:
 def note(conn: Connection, channel: str, key: Hashable) -> None:
     """Inside a transaction: hand ``key`` to ``channel``'s subscriber once it commits."""
     channels = _channels.get(conn.engine)
-    if channels is not None and channel in channels:
-        pending: dict[str, set[Hashable]] = conn.info.setdefault(_KEY, {})
-        pending.setdefault(channel, set()).add(key)
+    notify = None if channels is None else channels.get(channel)
+    if notify is not None:
+        pending: dict[str, tuple[Notify, set[Hashable]]] = conn.info.setdefault(_KEY, {})
+        pending.setdefault(channel, (notify, set()))[1].add(key)
 
 
 _LATER: Final = "weave_later"
@@ -77,8 +80,9 @@ def later_rollback(conn: Connection, mark: int) -> None:
 
 def run_later(info: dict[Any, Any], committed: bool) -> None:
     """The transaction on the connection whose ``conn.info`` is ``info`` ended (taken
-    before it ended: an invalidated connection has none to read): run its callables if it
-    ``committed``, else drop them. A failing callable is logged, never undoes the commit."""
+    before it ended: an invalidated connection has none to read): run its callables and
+    hand its noted keys to their subscribers if it ``committed``, else drop them. A
+    failing callable is logged, never undoes the commit."""
     pending: list[Callable[[], None]] | None = info.pop(_LATER, None)
     if pending and committed:
         for fn in pending:
@@ -86,20 +90,18 @@ def run_later(info: dict[Any, Any], committed: bool) -> None:
                 fn()
             except Exception:
                 logger.exception("after-commit callable failed")
-
-
-def _on_commit(conn: Connection) -> None:
-    pending: dict[str, set[Hashable]] | None = conn.info.pop(_KEY, None)
-    if pending:
-        channels = _channels.get(conn.engine, {})
-        for channel, keys in pending.items():
-            notify = channels.get(channel)
-            if notify is not None:
+    noted: dict[str, tuple[Notify, set[Hashable]]] | None = info.pop(_KEY, None)
+    if noted and committed:
+        for notify, keys in noted.values():
+            try:
                 notify(keys)
+            except Exception:
+                logger.exception("after-commit wake-up failed")
 
 
 def _on_rollback(conn: Connection) -> None:
-    conn.info.pop(_KEY, None)
+    if not conn.invalidated:  # an invalidated one's notes go with run_later(committed=False)
+        conn.info.pop(_KEY, None)
 
 
 __all__ = ["later", "later_mark", "later_rollback", "note", "run_later", "subscribe"]
