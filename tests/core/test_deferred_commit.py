@@ -160,3 +160,52 @@ def test_a_connection_killed_at_its_commit_commits_nothing(
         event.remove(one_db.engine, "commit", kill)
     assert "kill" not in armed
     assert _names(one_db, ns_name) == ["k"]
+
+
+def test_writes_left_for_a_commit_that_never_came_are_not_sent_by_the_next(
+    one_db: Database, ns_name: str
+) -> None:
+    """A commit listener that fails leaves the driver holding writes for a commit that
+    never happened; the next transaction on that connection must not send them."""
+    create_namespace(one_db, ns_name)
+
+    def refuse(conn: Connection) -> None:
+        raise RuntimeError("a listener that fails")
+
+    def run(conn: Connection) -> None:
+        with deferring(conn):
+            insert_rows(conn, weave_queues, [_queue(ns_name, "stale"), _queue(ns_name, "s2")])
+
+    event.listen(one_db.engine, "commit", refuse)
+    try:
+        with pytest.raises(RuntimeError):
+            one_db.transaction(run, name="t")
+    finally:
+        event.remove(one_db.engine, "commit", refuse)
+    one_db.transaction(lambda conn: None, name="t")
+    assert _names(one_db, ns_name) == []
+
+
+def test_a_commit_that_failed_before_its_commit_leaves_no_transaction_open(
+    one_db: Database, ns_name: str
+) -> None:
+    """Writes already sent, then the commit fails before its ``COMMIT`` (a listener): the
+    server's transaction is rolled back, not continued and committed by the next user of
+    the pooled connection."""
+    create_namespace(one_db, ns_name)
+
+    def refuse(conn: Connection) -> None:
+        raise RuntimeError("a listener that fails")
+
+    def run(conn: Connection) -> None:
+        conn.execute(sa.insert(weave_queues), _queue(ns_name, "sent"))
+
+    event.listen(one_db.engine, "commit", refuse)
+    try:
+        with pytest.raises(RuntimeError):
+            one_db.transaction(run, name="t")
+    finally:
+        event.remove(one_db.engine, "commit", refuse)
+    one_db.transaction(lambda conn: None, name="t")
+    assert _names(one_db, ns_name) == []
+    assert _open_transactions(one_db) == 0

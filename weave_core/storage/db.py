@@ -228,7 +228,7 @@ class Database:
                 conn = conn.execution_options(**{SQLITE_READ_OPTION: True})
             trans = conn.begin()
             info = conn.info  # the connection's own dict: still there if it is invalidated
-            deferred.forget(info)
+            deferred.forget(info, conn.connection.dbapi_connection)
             info[TXN_STARTED] = time.perf_counter()
             try:
                 result = fn(conn)
@@ -238,6 +238,9 @@ class Database:
                     refused = deferred.mismatch_at_commit(conn, exc)
                     if refused is not None:
                         raise refused from exc
+                    raise
+                except BaseException:
+                    _abandon(conn)  # e.g. a commit listener failed before the COMMIT
                     raise
                 # the pool sends no ROLLBACK after it (engines.reset_on_return)
                 conn.connection.info[TRANSACTION_ENDED] = True
@@ -287,6 +290,21 @@ class Database:
     def now_of(row: Any) -> datetime:
         """Database time (as :meth:`now`) from a row of a :meth:`with_now` statement."""
         return _time_of(row[-2], row[-1])
+
+
+def _abandon(conn: Connection) -> None:
+    """A commit that failed before its ``COMMIT`` was sent leaves the server's transaction
+    open, and SQLAlchemy no longer rolls it back: roll it back on the driver connection
+    (or drop the connection), so that the next user of the pooled connection never
+    continues it and commits its writes."""
+    if conn.invalidated:
+        return
+    dbapi = conn.connection.dbapi_connection
+    try:
+        if dbapi is not None:
+            dbapi.rollback()
+    except Exception:  # unusable either way: never hand it out again
+        conn.invalidate()
 
 
 @contextmanager

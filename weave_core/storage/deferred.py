@@ -159,12 +159,15 @@ def _discard(conn: Connection, *_: Any) -> None:
         forget(conn.info)
 
 
-def forget(info: dict[Any, Any]) -> None:
-    """Drop anything queued on the connection whose ``info`` this is (``Database`` calls
-    it as a transaction begins: nothing of an earlier one may be sent in it)."""
+def forget(info: dict[Any, Any], dbapi: Any = None) -> None:
+    """Drop anything queued on the connection whose ``info`` this is, and what its driver
+    connection ``dbapi`` holds for its next commit (``Database`` calls it as a transaction
+    begins: nothing of an earlier one may be sent in it)."""
     info.pop(_KEY, None)
     info.pop(_LEFT, None)
     info.pop(_AT_COMMIT, None)
+    if getattr(dbapi, "weave_before_commit", None) is not None:
+        dbapi.weave_before_commit = None
 
 
 def install(engine: Engine) -> None:
