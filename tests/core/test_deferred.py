@@ -21,10 +21,10 @@ from weave_core.storage.db import Database
 from weave_core.storage.deferred import (
     Answer,
     DeferredWriteMismatch,
-    _mogrify,
     deferring,
     send_with,
 )
+from weave_core.storage.query_text import mogrify
 from weave_core.storage.retries import mysql_error_code
 from weave_core.storage.schema import weave_audit, weave_queues
 from weave_core.storage.statements import (
@@ -251,7 +251,7 @@ def test_queued_statements_are_escaped_exactly_as_pymysql_escapes_them(
                                max_size=6))
         def same_text(params: dict[str, Any]) -> None:
             sql = "SELECT " + ", ".join(f"%({k})s" for k in params) if params else "SELECT 1"
-            assert _mogrify(dbapi, cursor, sql, params) == cursor.mogrify(sql, params or None)
+            assert mogrify(dbapi, cursor, sql, params) == cursor.mogrify(sql, params or None)
 
         same_text()
         cursor.execute("SET SESSION sql_mode = DEFAULT")

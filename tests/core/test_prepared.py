@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection
 
 from tests.round_trips import RoundTrips
 from weave_core.access.identity import create_namespace
-from weave_core.storage import deferred, prepared
+from weave_core.storage import prepared, query_text
 from weave_core.storage.db import Database
 from weave_core.storage.deferred import DeferredWriteMismatch, deferring, send_with
 from weave_core.storage.schema import weave_audit, weave_queues
@@ -56,12 +56,12 @@ def test_a_batch_answers_as_plain_sql_does(
     try:
         for name in ("prep-a", "prep-b", "prep-c"):
             create_namespace(db, f"{name}-{id(db)}")
-        monkeypatch.setattr(deferred, "PREPARED", False)
+        monkeypatch.setattr(query_text, "PREPARED", False)
         before, sent = round_trips.prepares, round_trips.count
         as_plain = _batch(db, f"prep-a-{id(db)}")
         assert round_trips.prepares == before
         plain_trips = round_trips.count - sent
-        monkeypatch.setattr(deferred, "PREPARED", True)
+        monkeypatch.setattr(query_text, "PREPARED", True)
         assert _batch(db, f"prep-b-{id(db)}") == as_plain == ([[(10,)], [(7,)]], 2, 1)
         assert round_trips.prepares - before == 3  # the block, the union, the INSERT
         sent = round_trips.count
@@ -125,18 +125,18 @@ def test_values_reach_the_server_as_plain_sql_writes_them(mysql_db: Database) ->
         @settings(max_examples=300, deadline=None)
         @given(_value)
         def same(value: Any) -> None:
-            deferred.PREPARED = False
+            query_text.PREPARED = False
             try:
                 (plain,) = send_with(conn, [(sql, {"v": value})])
             finally:
-                deferred.PREPARED = True
+                query_text.PREPARED = True
             (shaped,) = send_with(conn, [(sql, {"v": value})])
             assert shaped.rows == plain.rows
 
         try:
             same()
         finally:
-            deferred.PREPARED = True
+            query_text.PREPARED = True
         conn.rollback()
 
 
@@ -171,6 +171,7 @@ def test_a_reconnected_driver_prepares_again(mysql_db: Database) -> None:
         assert dbapi.server_thread_id != old
         assert send_with(conn, [(sql, {"x": 3})])[0].rows == [(6,)]
         assert dbapi._weave_prepared.thread_id == dbapi.server_thread_id
+        conn.invalidate()  # reconnected behind the pool's back: never hand it out again
 
 
 def test_a_shape_the_server_cannot_prepare_goes_as_plain_sql(mysql_db: Database) -> None:
@@ -236,6 +237,6 @@ def test_short_literals_are_escaped_once_and_long_ones_each_time(mysql_db: Datab
             (answer,) = send_with(conn, [(sql, {"a": short, "b": long, "t": at})])
             assert answer.rows == [(short, long, "2026-12-04 23:30:00.000001")]
         conn.rollback()
-    assert deferred._SEEN[short] == "'it\\'s \\\\ short'"
-    assert deferred._SEEN[at] == "'2026-12-04 23:30:00.000001'"
-    assert long not in deferred._SEEN
+    assert query_text._SEEN[short] == "'it\\'s \\\\ short'"
+    assert query_text._SEEN[at] == "'2026-12-04 23:30:00.000001'"
+    assert long not in query_text._SEEN

@@ -15,7 +15,7 @@ the transaction reads, so inside :func:`deferring` they are queued and sent as o
 - a queued statement's row count is checked: a keyed UPDATE must match exactly one row
   and an INSERT its rows, else :class:`DeferredWriteMismatch` (the caller rolls back and
   takes its non-deferred path, which sees the real count). On MariaDB two or more queued
-  writes go as one compound statement that checks each count itself (:func:`_as_block`:
+  writes go as one compound statement that checks each count itself (``query_text.as_block``:
   one answer packet instead of one per statement); on MySQL each answer is checked as it
   arrives;
 - a database error of a queued statement surfaces as SQLAlchemy's ``DBAPIError`` from the
@@ -32,20 +32,17 @@ Only on MariaDB/MySQL; on SQLite (and outside a block) every write runs at once.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import pymysql
-from pymysql.constants import SERVER_STATUS
-from pymysql.converters import escape_string
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
-from weave_core.storage import prepared
+from weave_core.storage import query_text
 
 _KEY = "weave_deferred_writes"
 _AT_COMMIT = "weave_deferred_at_commit"
@@ -123,8 +120,10 @@ def _commit_first(conn: Connection) -> None:
         for sql, params in statements:  # listeners see every statement, as if sent alone
             conn.dispatch.before_cursor_execute(conn, cursor, sql, params, None, False)
         counts = [e for _, _, e in items]
-        texts = _texts(conn, dbapi, cursor, statements,
-                       [(range(len(items)), _Join("block", tuple(counts)))], True)
+        texts = query_text.texts(dbapi, cursor, lambda text: _send(conn, cursor, text),
+                                 statements,
+                                 [(range(len(items)), query_text.Join("block", tuple(counts)))],
+                                 True)
     finally:
         cursor.close()
     dbapi.weave_before_commit = texts[0]
@@ -134,7 +133,7 @@ def _commit_first(conn: Connection) -> None:
 def mismatch_at_commit(conn: Connection, exc: DBAPIError) -> DeferredWriteMismatch | None:
     """The row count a write sent with the ``COMMIT`` was refused for, if that is what
     ``exc`` (the commit's error) is."""
-    broken = _mismatched(exc)
+    broken = query_text.mismatched(exc)
     if broken is None or conn.invalidated:
         return None
     items: list[tuple[str, dict[str, Any], int | None]] | None = conn.info.pop(_AT_COMMIT,
@@ -236,21 +235,24 @@ def send_with(conn: Connection, statements: Sequence[tuple[str, dict[str, Any]]]
         everything = [(sql, params) for sql, params, _ in items] + list(statements)
         for sql, params in everything:  # listeners see every statement, as if sent alone
             conn.dispatch.before_cursor_execute(conn, cursor, sql, params, None, False)
-        groups: list[tuple[range, _Join]] = []
+        groups: list[tuple[range, query_text.Join]] = []
         split = len(items) if block else 0
         if block:
-            groups.append((range(split), _Join("block", tuple(e for _, _, e in items))))
+            groups.append((range(split), query_text.Join("block",
+                                                          tuple(e for _, _, e in items))))
         else:
-            groups += [(range(i, i + 1), _ONE) for i in range(len(items))]
+            groups += [(range(i, i + 1), query_text.ONE) for i in range(len(items))]
         if union:
-            groups.append((range(len(items), len(everything)), _UNION))
+            groups.append((range(len(items), len(everything)), query_text.UNION))
         else:
-            groups += [(range(i, i + 1), _ONE) for i in range(len(items), len(everything))]
-        texts = _texts(conn, dbapi, cursor, everything, groups, mariadb)
+            groups += [(range(i, i + 1), query_text.ONE)
+                       for i in range(len(items), len(everything))]
+        texts = query_text.texts(dbapi, cursor, lambda text: _send(conn, cursor, text),
+                                 everything, groups, mariadb)
         try:
             answers = _send(conn, cursor, ";\n".join(texts))
         except DBAPIError as exc:
-            broken = _mismatched(exc) if block else None
+            broken = query_text.mismatched(exc) if block else None
             if broken is None:
                 raise
             sql, expected = items[broken][0], items[broken][2]
@@ -281,191 +283,12 @@ def _take(conn: Connection) -> list[tuple[str, dict[str, Any], int | None]]:
     return items
 
 
-def _as_union(texts: Sequence[str]) -> str:
-    """``(SELECT 0 AS weave_part, …) UNION ALL (SELECT 1, …) …``: each read tagged with
-    its place (the first keyword of each is ``SELECT``)."""
-    return " UNION ALL ".join(
-        f"(SELECT {index} AS weave_part, {text.lstrip()[len('SELECT '):]})"
-        for index, text in enumerate(texts))
-
-
 def _split(answer: Answer, count: int) -> list[Answer]:
     """The union's rows back per read, in their order, without the tag."""
     rows: list[list[tuple[Any, ...]]] = [[] for _ in range(count)]
     for row in answer.rows:
         rows[int(row[0])].append(tuple(row[1:]))
     return [Answer(part, answer.description, len(part), None) for part in rows]
-
-
-_MISMATCH = "weave:deferred_write_mismatch:"
-_SIGNAL = 1644  # ER_SIGNAL_EXCEPTION
-
-
-def _as_block(texts: Sequence[str], expected: Sequence[int | None]) -> str:
-    """The queued writes as **one** MariaDB compound statement (``BEGIN NOT ATOMIC …
-    END``, not a transaction of its own) that checks each write's row count itself.
-
-    Why: MariaDB answers every statement of a multi-statement query with its own packet,
-    and PyMySQL spends Python time on each (about 15-20 µs: a step queues about a dozen
-    writes); one compound statement is one answer. Measured on loopback, fourteen keyed
-    UPDATEs and the commit: 0.23-0.32 ms of client CPU sent as statements, 0.09-0.12 ms as
-    one block, and no more server CPU. ``ROW_COUNT()`` counts as the connection's own
-    affected rows do (matched rows: SQLAlchemy connects with ``CLIENT.FOUND_ROWS``), and a
-    count other than expected raises a ``SIGNAL`` naming the write, which the block's
-    error stops at, as a multi-statement query stops at a failing statement (the count it
-    saw is left in ``@weave_deferred_rows`` for the message).
-    """
-    parts = ["BEGIN NOT ATOMIC"]
-    for index, (text, want) in enumerate(zip(texts, expected, strict=True)):
-        parts.append(f" {text};")
-        if want is not None:
-            parts.append(f" IF ROW_COUNT() <> {int(want)} THEN SET @weave_deferred_rows = "
-                         f"ROW_COUNT(); SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = "
-                         f"'{_MISMATCH}{index}'; END IF;")
-    parts.append(" END")
-    return "".join(parts)
-
-
-def _mismatched(exc: DBAPIError) -> int | None:
-    """The index of the queued write whose row count the block refused, if that is the
-    error."""
-    args: tuple[Any, ...] = tuple(getattr(exc.orig, "args", ()))
-    if len(args) >= 2 and args[0] == _SIGNAL and str(args[1]).startswith(_MISMATCH):
-        return int(str(args[1])[len(_MISMATCH):])
-    return None
-
-
-def _text(value: str) -> str:
-    return "'" + escape_string(value) + "'"
-
-
-def _time(value: datetime) -> str:
-    if value.tzinfo is not None:  # PyMySQL drops the zone: its own path says how
-        return str(pymysql.converters.escape_datetime(value))
-    return "'" + value.isoformat(" ") + "'"  # escape_datetime's text, built in C
-
-
-_LITERALS: dict[type, Callable[[Any], str]] = {
-    str: _text, int: str, bool: lambda v: "1" if v else "0", type(None): lambda _: "NULL",
-    datetime: _time,
-}
-"""The values the engine binds most, escaped by PyMySQL's own functions without its
-generic dispatch (a third of a step's client time went to escaping ~190 values)."""
-
-
-def _mogrify(dbapi: Any, cursor: Any, sql: str, params: dict[str, Any]) -> str:
-    """``cursor.mogrify(sql, params)``, the same text (a test compares them), cheaper:
-    the common types take :data:`_LITERALS`; any other value, and a server in
-    ``NO_BACKSLASH_ESCAPES`` mode, take PyMySQL's own path."""
-    if not params or dbapi.server_status & SERVER_STATUS.SERVER_STATUS_NO_BACKSLASH_ESCAPES:
-        return str(cursor.mogrify(sql, params or None))
-    escape = dbapi.escape
-    return sql % {key: (_LITERALS.get(type(value)) or escape)(value)
-                  for key, value in params.items()}
-
-
-@dataclass(frozen=True)
-class _Join:
-    """How a group of statements goes out: ``one`` alone, a ``union`` of reads, or a
-    compound ``block`` of queued writes with their expected row counts."""
-
-    kind: str
-    counts: tuple[int | None, ...] = ()
-
-    def __call__(self, texts: list[str]) -> str:
-        if self.kind == "block":
-            return _as_block(texts, self.counts)
-        if self.kind == "union":
-            return _as_union(texts)
-        return texts[0]
-
-
-_ONE = _Join("one")
-_UNION = _Join("union")
-_COMPOSED: dict[tuple[_Join, tuple[str, ...]], str] = {}
-"""Shapes of blocks and unions, joined once: a step's block of a dozen writes is the same
-text every time (its parts are the cached shapes of ``prepared.template``)."""
-
-
-def _texts(conn: Connection, dbapi: Any, cursor: Any,
-           statements: Sequence[tuple[str, dict[str, Any]]],
-           groups: Sequence[tuple[range, _Join]], mariadb: bool) -> list[str]:
-    """The query texts of ``statements``, each group joined (a compound block, a union,
-    or one statement alone): on MariaDB an ``EXECUTE`` of the group's prepared shape
-    (``storage/prepared.py``), else (or for a shape that cannot be prepared) the plain
-    text."""
-    shapes: list[tuple[str, list[str]] | None] = [None] * len(statements)
-    if mariadb and PREPARED and not (
-            dbapi.server_status & SERVER_STATUS.SERVER_STATUS_NO_BACKSLASH_ESCAPES):
-        shapes = [_shape(dbapi, sql, params) for sql, params in statements]
-    candidates: list[int] = []
-    joined: list[str] = []
-    values: list[list[str]] = []
-    for index, (members, join) in enumerate(groups):
-        parts = [shapes[i] for i in members]
-        if None in parts:
-            continue
-        candidates.append(index)
-        if join is _ONE:
-            part = parts[0]
-            assert part is not None
-            joined.append(part[0])
-            values.append(part[1])
-            continue
-        key = (join, tuple(part[0] for part in parts if part is not None))
-        text = _COMPOSED.get(key)
-        if text is None:
-            if len(_COMPOSED) >= 1024:
-                _COMPOSED.clear()
-            text = _COMPOSED[key] = join(list(key[1]))
-        joined.append(text)
-        values.append([v for part in parts if part is not None for v in part[1]])
-    texts: list[str | None] = [None] * len(groups)
-    if candidates:
-        def prepare(text: str) -> None:
-            _send(conn, cursor, text)
-        for index, text in zip(candidates, prepared.executes(dbapi, prepare, joined, values),
-                               strict=True):
-            texts[index] = text
-    return [text if text is not None else
-            join([_mogrify(dbapi, cursor, *statements[i]) for i in members])
-            for text, (members, join) in zip(texts, groups, strict=True)]
-
-
-PREPARED = True
-"""Send MariaDB's statements as prepared shapes (tests turn it off to compare)."""
-_SEEN: dict[Any, str] = {}
-"""Literals of short strings and of times already escaped: a step binds its namespace,
-instance, task and activation ids and its database time a dozen times each."""
-
-
-def _shape(dbapi: Any, sql: str, params: dict[str, Any]) -> tuple[str, list[str]] | None:
-    """The statement's shape and its values as SQL literals; None when a value has no
-    single literal (a sequence, which PyMySQL spells as a parenthesised list)."""
-    shape, names = prepared.template(sql, params)
-    literals: list[str] = []
-    append, renders, seen = literals.append, _LITERALS, _SEEN
-    for name in names:
-        value = params[name]
-        kind = type(value)
-        if kind is str or kind is datetime:  # ids, names, times: the same few, many times
-            literal = seen.get(value)
-            if literal is None:
-                literal = renders[kind](value)
-                if len(literal) <= 160:
-                    if len(seen) >= 8192:
-                        seen.clear()
-                    seen[value] = literal
-            append(literal)
-            continue
-        render = renders.get(kind)
-        if render is not None:
-            append(render(value))
-            continue
-        if isinstance(value, list | tuple | set | frozenset | dict):
-            return None
-        append(dbapi.escape(value))
-    return shape, literals
 
 
 def _answer(cursor: Any) -> Answer:

@@ -102,7 +102,7 @@ def _session(dbapi: Any) -> _Session:
     return session
 
 
-def executes(dbapi: Any, prepare: Callable[[str], None], shapes: Sequence[str],
+def executes(dbapi: Any, prepare: Callable[[str], object], shapes: Sequence[str],
              values: Sequence[Sequence[str]]) -> list[str | None]:
     """``EXECUTE name USING …`` for each shape with its values (SQL literals), first
     preparing, one round trip each, the shapes this connection has not met (``prepare``
@@ -122,7 +122,7 @@ def executes(dbapi: Any, prepare: Callable[[str], None], shapes: Sequence[str],
     return out
 
 
-def _prepare(session: _Session, prepare: Callable[[str], None], shape: str) -> str | None:
+def _prepare(session: _Session, prepare: Callable[[str], object], shape: str) -> str | None:
     session.counter += 1
     name = f"weave_ps_{session.counter}"
     texts = [f"PREPARE {name} FROM {_quoted(shape)}"]
