@@ -5,6 +5,7 @@ before, and a write refused there leaves nothing committed and no transaction op
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -30,6 +31,20 @@ def one_db(mysql_url: str) -> Iterator[Database]:
     db = Database.from_url(mysql_url, pool_size=1)
     yield db
     db.dispose()
+
+
+@contextmanager
+def _failing_commit_listener(db: Database) -> Iterator[None]:
+    """A ``commit`` listener that raises, for the block: the commit fails before its
+    ``COMMIT`` is sent."""
+    def refuse(conn: Connection) -> None:
+        raise RuntimeError("a listener that fails")
+
+    event.listen(db.engine, "commit", refuse)
+    try:
+        yield
+    finally:
+        event.remove(db.engine, "commit", refuse)
 
 
 def _queue(namespace: str, name: str, capacity: int = 10) -> dict[str, Any]:
@@ -169,19 +184,12 @@ def test_writes_left_for_a_commit_that_never_came_are_not_sent_by_the_next(
     never happened; the next transaction on that connection must not send them."""
     create_namespace(one_db, ns_name)
 
-    def refuse(conn: Connection) -> None:
-        raise RuntimeError("a listener that fails")
-
     def run(conn: Connection) -> None:
         with deferring(conn):
             insert_rows(conn, weave_queues, [_queue(ns_name, "stale"), _queue(ns_name, "s2")])
 
-    event.listen(one_db.engine, "commit", refuse)
-    try:
-        with pytest.raises(RuntimeError):
-            one_db.transaction(run, name="t")
-    finally:
-        event.remove(one_db.engine, "commit", refuse)
+    with _failing_commit_listener(one_db), pytest.raises(RuntimeError):
+        one_db.transaction(run, name="t")
     one_db.transaction(lambda conn: None, name="t")
     assert _names(one_db, ns_name) == []
 
@@ -194,18 +202,11 @@ def test_a_commit_that_failed_before_its_commit_leaves_no_transaction_open(
     the pooled connection."""
     create_namespace(one_db, ns_name)
 
-    def refuse(conn: Connection) -> None:
-        raise RuntimeError("a listener that fails")
-
     def run(conn: Connection) -> None:
         conn.execute(sa.insert(weave_queues), _queue(ns_name, "sent"))
 
-    event.listen(one_db.engine, "commit", refuse)
-    try:
-        with pytest.raises(RuntimeError):
-            one_db.transaction(run, name="t")
-    finally:
-        event.remove(one_db.engine, "commit", refuse)
+    with _failing_commit_listener(one_db), pytest.raises(RuntimeError):
+        one_db.transaction(run, name="t")
     one_db.transaction(lambda conn: None, name="t")
     assert _names(one_db, ns_name) == []
     assert _open_transactions(one_db) == 0

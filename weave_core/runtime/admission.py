@@ -246,9 +246,8 @@ def _start_workflow(engine: Engine, namespace: str, request: StartRequest, actor
                      (f"released.{len(counters)}", lambda: sums_read(len(counters)),
                       sums_params(namespace, counters))]
             if guessed is not None:  # the name's head, read with the locks
-                name, build, _ = start_heads.head_read(request.version)
-                reads.append((name, build, start_heads.head_params(
-                    namespace, request.definition_id, request.version)))
+                reads.append(start_heads.head_read(namespace, request.definition_id,
+                                                   request.version))
             found, read_rows, quota_row, queue_rows, now_row = lock_admission_at_once(
                 conn, namespace=namespace, queues=queues, now_columns=db.now_columns,
                 reads=reads)

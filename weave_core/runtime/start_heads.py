@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any, Final
 
 import sqlalchemy as sa
@@ -56,10 +57,12 @@ def forget(engine: Engine, namespace: str, definition_id: str, version: str) -> 
         _heads.pop(_key(engine, namespace, definition_id, version), None)
 
 
-def head_read(version: str) -> tuple[str, Any, dict[str, Any]]:
-    """The read of the name's current head for a start's opening round trip:
-    ``(name, build, params-less marker)``; params come from :func:`head_params`."""
+def head_read(namespace: str, definition_id: str, version: str
+              ) -> tuple[str, Callable[[], sa.Select[Any]], dict[str, Any]]:
+    """The read of the name's current head, as a start's opening round trip takes its
+    reads: ``(name, build, params)``."""
     latest = (version or LATEST) == LATEST
+    params = {"w_ns": namespace, "w_def": definition_id}
 
     def build() -> sa.Select[Any]:
         t = weave_definitions
@@ -69,14 +72,9 @@ def head_read(version: str) -> tuple[str, Any, dict[str, Any]]:
             return stmt.order_by(t.c.seq.desc()).limit(1)
         return stmt.where(t.c.version == sa.bindparam("w_ver"))
 
-    return ("head.latest" if latest else "head.version"), build, {}
-
-
-def head_params(namespace: str, definition_id: str, version: str) -> dict[str, Any]:
-    params = {"w_ns": namespace, "w_def": definition_id}
-    if (version or LATEST) != LATEST:
-        params["w_ver"] = version
-    return params
+    if latest:
+        return "head.latest", build, params
+    return "head.version", build, {**params, "w_ver": version}
 
 
 def check(rows: list[Any], head: DefinitionHead) -> None:
@@ -85,4 +83,4 @@ def check(rows: list[Any], head: DefinitionHead) -> None:
         raise StaleHead
 
 
-__all__ = ["StaleHead", "check", "forget", "guess", "head_params", "head_read", "remember"]
+__all__ = ["StaleHead", "check", "forget", "guess", "head_read", "remember"]

@@ -133,11 +133,11 @@ def complete_step(
                 continue
             except _Classic:
                 break
-            except DeferredWriteMismatch as exc:  # the closing writes, sent with the COMMIT
+            except DeferredWriteMismatch as exc:  # a queued write's row count refused
                 logger.info("step of task %s: %s; taking the classic path", task_id, exc)
                 break
-            except DBAPIError:  # not one to re-run (Database re-ran those): the classic
-                break  # path sends each statement alone and answers as before
+            except DBAPIError:  # a queued write's error, not one to re-run (Database re-ran
+                break  # those): the classic path sends each statement alone, as before
             fault_point("step.after_commit")  # committed, the worker not yet answered
             if expired:
                 settle_expired(engine.db, namespace, queue, expired, actor=actor,
@@ -246,24 +246,17 @@ def _step_txn(
     if (peek.owner_kind != OwnerKind.WORKFLOW_ACTIVATION.value or peek.instance_id is None
             or peek.act_namespace != namespace or peek.inst_namespace != namespace):
         raise _Classic
-    try:
-        # The closing writes are queued and sent as few round trips (weave_core.storage.deferred);
-        # the status events go with them (appending ends inside deferring).
-        with deferring(conn), appending(conn):
-            if in_order:
-                done = _locked_step(conn, engine, peek, None, namespace, task_id,
+    # The closing writes are queued and sent as few round trips (weave_core.storage.deferred);
+    # the status events go with them (appending ends inside deferring). A queued write
+    # refused or failing, here or with the COMMIT, takes the classic path (complete_step).
+    with deferring(conn), appending(conn):
+        if in_order:
+            done = _locked_step(conn, engine, peek, None, namespace, task_id,
+                                attempt_id, report, actor, claim_next)
+        else:
+            with capacity_ledger(conn, namespace) as ledger:
+                done = _locked_step(conn, engine, peek, ledger, namespace, task_id,
                                     attempt_id, report, actor, claim_next)
-            else:
-                with capacity_ledger(conn, namespace) as ledger:
-                    done = _locked_step(conn, engine, peek, ledger, namespace, task_id,
-                                        attempt_id, report, actor, claim_next)
-    except DeferredWriteMismatch as exc:
-        logger.info("step of task %s: %s; taking the classic path", task_id, exc)
-        raise _Classic from exc
-    except DBAPIError as exc:  # e.g. a queued write's error, sent late: the classic path
-        if reruns_transaction(exc):  # sends each statement alone and answers as before
-            raise
-        raise _Classic from exc
     fault_point("step.before_commit")  # no COMMIT; the last queued writes go with it
     return done
 

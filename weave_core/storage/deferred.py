@@ -43,13 +43,13 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
 from weave_core.storage import query_text
+from weave_core.storage.retries import LOST_CONNECTION_CODES, mysql_error_code
 
 _KEY = "weave_deferred_writes"
 _AT_COMMIT = "weave_deferred_at_commit"
 _LEFT = "weave_deferred_writes_left"
 """Writes a closed :func:`deferring` block left queued: sent before the next statement,
 or with the ``COMMIT``."""
-_LOST = frozenset({2006, 2013})
 _listening: weakref.WeakSet[Engine] = weakref.WeakSet()
 
 
@@ -116,14 +116,8 @@ def _commit_first(conn: Connection) -> None:
     assert dbapi is not None
     cursor = dbapi.cursor()
     try:
-        statements = [(sql, params) for sql, params, _ in items]
-        for sql, params in statements:  # listeners see every statement, as if sent alone
-            conn.dispatch.before_cursor_execute(conn, cursor, sql, params, None, False)
-        counts = [e for _, _, e in items]
-        texts = query_text.texts(dbapi, cursor, lambda text: _send(conn, cursor, text),
-                                 statements,
-                                 [(range(len(items)), query_text.Join("block", tuple(counts)))],
-                                 True)
+        texts = _texts(conn, dbapi, cursor, [(sql, params) for sql, params, _ in items],
+                       [(range(len(items)), _block(items))], True)
     finally:
         cursor.close()
     dbapi.weave_before_commit = texts[0]
@@ -144,12 +138,18 @@ def mismatch_at_commit(conn: Connection, exc: DBAPIError) -> DeferredWriteMismat
     assert dbapi is not None
     cursor = dbapi.cursor()
     try:
-        cursor.execute("SELECT @weave_deferred_rows")  # what the block saw
-        got = (cursor.fetchone() or ("?",))[0]
+        return _refused(cursor, items[broken])
     finally:
         cursor.close()
-    sql, expected = items[broken][0], items[broken][2]
-    return DeferredWriteMismatch(f"{got} rows (expected {expected}) for: {sql[:120]}")
+
+
+def _refused(cursor: Any, item: tuple[str, dict[str, Any], int | None]
+             ) -> DeferredWriteMismatch:
+    """The error for a queued write whose row count the block refused, with the count the
+    block saw (it left it in ``@weave_deferred_rows``)."""
+    cursor.execute("SELECT @weave_deferred_rows")
+    got = (cursor.fetchone() or ("?",))[0]
+    return DeferredWriteMismatch(f"{got} rows (expected {item[2]}) for: {item[0][:120]}")
 
 
 def _discard(conn: Connection, *_: Any) -> None:
@@ -233,13 +233,9 @@ def send_with(conn: Connection, statements: Sequence[tuple[str, dict[str, Any]]]
     union = union and mariadb and len(statements) >= 2
     try:
         everything = [(sql, params) for sql, params, _ in items] + list(statements)
-        for sql, params in everything:  # listeners see every statement, as if sent alone
-            conn.dispatch.before_cursor_execute(conn, cursor, sql, params, None, False)
         groups: list[tuple[range, query_text.Join]] = []
-        split = len(items) if block else 0
         if block:
-            groups.append((range(split), query_text.Join("block",
-                                                          tuple(e for _, _, e in items))))
+            groups.append((range(len(items)), _block(items)))
         else:
             groups += [(range(i, i + 1), query_text.ONE) for i in range(len(items))]
         if union:
@@ -247,19 +243,14 @@ def send_with(conn: Connection, statements: Sequence[tuple[str, dict[str, Any]]]
         else:
             groups += [(range(i, i + 1), query_text.ONE)
                        for i in range(len(items), len(everything))]
-        texts = query_text.texts(dbapi, cursor, lambda text: _send(conn, cursor, text),
-                                 everything, groups, mariadb)
+        texts = _texts(conn, dbapi, cursor, everything, groups, mariadb)
         try:
             answers = _send(conn, cursor, ";\n".join(texts))
         except DBAPIError as exc:
             broken = query_text.mismatched(exc) if block else None
             if broken is None:
                 raise
-            sql, expected = items[broken][0], items[broken][2]
-            cursor.execute("SELECT @weave_deferred_rows")  # what the block saw
-            got = (cursor.fetchone() or ("?",))[0]
-            raise DeferredWriteMismatch(
-                f"{got} rows (expected {expected}) for: {sql[:120]}") from exc
+            raise _refused(cursor, items[broken]) from exc
     finally:
         cursor.close()
     if block:
@@ -271,6 +262,23 @@ def send_with(conn: Connection, statements: Sequence[tuple[str, dict[str, Any]]]
                 f"{got.rowcount} rows (expected {expected}) for: {sql[:120]}")
     answers = answers[len(items):]
     return _split(answers[0], len(statements)) if union else answers
+
+
+def _block(items: Sequence[tuple[str, dict[str, Any], int | None]]) -> query_text.Join:
+    """The queued writes as one compound block, each row count checked."""
+    return query_text.Join("block", tuple(expected for _, _, expected in items))
+
+
+def _texts(conn: Connection, dbapi: Any, cursor: Any,
+           statements: Sequence[tuple[str, dict[str, Any]]],
+           groups: Sequence[tuple[range, query_text.Join]], mariadb: bool) -> list[str]:
+    """The batch's query texts (``query_text.texts``, which prepares a shape the
+    connection has not met in a round trip of its own), listeners told of every statement
+    first, as if each were sent alone."""
+    for sql, params in statements:
+        conn.dispatch.before_cursor_execute(conn, cursor, sql, params, None, False)
+    return query_text.texts(dbapi, cursor, lambda text: _send(conn, cursor, text),
+                            statements, groups, mariadb)
 
 
 def _take(conn: Connection) -> list[tuple[str, dict[str, Any], int | None]]:
@@ -304,8 +312,8 @@ def _send(conn: Connection, cursor: Any, text: str) -> list[Answer]:
         while cursor.nextset():
             answers.append(_answer(cursor))
     except pymysql.Error as exc:
-        code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
-        lost = code in _LOST or isinstance(exc, pymysql.err.InterfaceError)
+        lost = mysql_error_code(exc) in LOST_CONNECTION_CODES or isinstance(
+            exc, pymysql.err.InterfaceError)
         if lost:
             conn.invalidate(exc)
         raise DBAPIError.instance(text[:2000], None, exc, pymysql.Error,

@@ -39,6 +39,8 @@ from typing import Any, Final
 
 import pymysql
 
+from weave_core.storage.retries import LOST_CONNECTION_CODES, mysql_error_code
+
 logger = logging.getLogger(__name__)
 
 PER_CONNECTION: Final = 64
@@ -154,11 +156,10 @@ def _code(exc: BaseException) -> int | None:
     """The MariaDB error number of the server's refusal; None for anything else (a lost
     connection, not a database error)."""
     orig = getattr(exc, "orig", exc)
-    if not isinstance(orig, pymysql.err.MySQLError) or isinstance(
-            orig, pymysql.err.InterfaceError) or not orig.args:
+    code = mysql_error_code(exc)
+    if isinstance(orig, pymysql.err.InterfaceError) or code in LOST_CONNECTION_CODES:
         return None
-    code = orig.args[0]
-    return code if isinstance(code, int) and code not in (2006, 2013) else None
+    return code
 
 
 def _quoted(text: str) -> str:

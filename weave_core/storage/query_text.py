@@ -17,6 +17,7 @@ from pymysql.converters import escape_string
 from sqlalchemy.exc import DBAPIError
 
 from weave_core.storage import prepared
+from weave_core.storage.retries import mysql_error_code
 
 
 def as_union(texts: Sequence[str]) -> str:
@@ -59,10 +60,11 @@ def as_block(texts: Sequence[str], expected: Sequence[int | None]) -> str:
 def mismatched(exc: DBAPIError) -> int | None:
     """The index of the queued write whose row count the block refused, if that is the
     error."""
+    if mysql_error_code(exc) != _SIGNAL:
+        return None
     args: tuple[Any, ...] = tuple(getattr(exc.orig, "args", ()))
-    if len(args) >= 2 and args[0] == _SIGNAL and str(args[1]).startswith(MISMATCH):
-        return int(str(args[1])[len(MISMATCH):])
-    return None
+    message = str(args[1]) if len(args) > 1 else ""
+    return int(message[len(MISMATCH):]) if message.startswith(MISMATCH) else None
 
 
 def _text(value: str) -> str:

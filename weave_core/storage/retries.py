@@ -19,7 +19,7 @@ CR_SERVER_LOST: Final = 2013
 ER_SP_DOES_NOT_EXIST: Final = 1305  # SAVEPOINT ... does not exist (after a deadlock)
 
 _RERUN_CODES: Final = frozenset({ER_LOCK_DEADLOCK, ER_CHECKREAD})
-_LOST_CONNECTION_CODES: Final = frozenset({CR_SERVER_GONE_ERROR, CR_SERVER_LOST})
+LOST_CONNECTION_CODES: Final = frozenset({CR_SERVER_GONE_ERROR, CR_SERVER_LOST})
 
 
 def mysql_error_code(exc: BaseException) -> int | None:
@@ -45,7 +45,7 @@ def retry_reason(exc: BaseException) -> str | None:
         return f"deadlock_{code}"
     if code == ER_LOCK_WAIT_TIMEOUT:
         return "lock_wait_timeout_1205"
-    if code in _LOST_CONNECTION_CODES or exc.connection_invalidated:
+    if code in LOST_CONNECTION_CODES or exc.connection_invalidated:
         return f"lost_connection_{code}"
     return None
 
