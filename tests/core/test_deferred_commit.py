@@ -9,11 +9,12 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
+import pymysql
 import pytest
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DataError, IntegrityError
 
 from tests.round_trips import RoundTrips
 from weave_core.access.identity import create_namespace
@@ -207,6 +208,36 @@ def test_a_commit_that_failed_before_its_commit_leaves_no_transaction_open(
 
     with _failing_commit_listener(one_db), pytest.raises(RuntimeError):
         one_db.transaction(run, name="t")
+    one_db.transaction(lambda conn: None, name="t")
+    assert _names(one_db, ns_name) == []
+    assert _open_transactions(one_db) == 0
+
+
+def test_a_database_error_before_the_commit_leaves_no_transaction_open(
+    one_db: Database, ns_name: str
+) -> None:
+    """Writes already sent, then a database error while the queued ones are readied for
+    the ``COMMIT`` (here a statement listener refuses one, as MariaDB refuses a value):
+    the commit fails with it, and the writes already sent are rolled back, not left in an
+    open transaction that the next user of the pooled connection would commit."""
+    create_namespace(one_db, ns_name)
+
+    def refuse(conn: Any, cursor: Any, sql: str, params: Any, *_: Any) -> None:
+        if sql.startswith("UPDATE weave_queues") and params.get("v_capacity") == 99:
+            raise DataError(sql, params, pymysql.err.DataError(1406, "Data too long"))
+
+    def run(conn: Connection) -> None:
+        conn.execute(sa.insert(weave_queues), _queue(ns_name, "sent"))
+        with deferring(conn):
+            update_keyed(conn, weave_queues, {"namespace": ns_name, "name": "sent"},
+                         {"capacity": 99})
+
+    event.listen(one_db.engine, "before_cursor_execute", refuse)
+    try:
+        with pytest.raises(DataError):
+            one_db.transaction(run, name="t")
+    finally:
+        event.remove(one_db.engine, "before_cursor_execute", refuse)
     one_db.transaction(lambda conn: None, name="t")
     assert _names(one_db, ns_name) == []
     assert _open_transactions(one_db) == 0

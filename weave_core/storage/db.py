@@ -236,6 +236,10 @@ class Database:
                     trans.commit()  # with the last queued writes, on MariaDB (deferred)
                 except DBAPIError as exc:
                     refused = deferred.mismatch_at_commit(conn, exc)
+                    # The error may have come before the COMMIT went out (a statement
+                    # queued for it, a listener of the commit): the server's transaction
+                    # must not stay open on the pooled connection.
+                    _abandon(conn)
                     if refused is not None:
                         raise refused from exc
                     raise
