@@ -20,8 +20,9 @@ from weave_core.dispatch import HandlerRef, Report, ReportOutcome
 from weave_core.engine import Engine
 from weave_core.runtime.step import ClaimNext, complete_step
 
-PREFIXES = {"settle": "UPDATE weave_tasks SET status", "inbox": "INSERT INTO weave_inbox",
-            "successor": "INSERT INTO weave_tasks"}
+PREFIXES = {"settle": ("UPDATE weave_tasks SET status",  # the task alone (SQLite)
+                       "UPDATE weave_tasks, weave_task_attempts SET"),  # with its attempt
+            "inbox": ("INSERT INTO weave_inbox",), "successor": ("INSERT INTO weave_tasks",)}
 
 
 def main() -> None:

@@ -42,6 +42,7 @@ from weave_core.foundation.errors import PayloadTooLargeError
 from weave_core.foundation.exactjson import JSON
 from weave_core.foundation.faults import fault_point
 from weave_core.foundation.limits import DEFAULT_LIMITS, Limits
+from weave_core.storage.fused import queue_prebuilt
 from weave_core.storage.schema import (
     weave_activations,
     weave_audit,
@@ -82,6 +83,19 @@ _FINISH_ATTEMPT = (  # built once: every report runs it (see weave_core.storage.
     .where(_A.c.attempt_id == sa.bindparam("attempt"), _A.c.finished_at.is_(None))
     .values(finished_at=sa.bindparam("now"), outcome=sa.bindparam("outcome"),
             report_hash=sa.bindparam("report_hash"))
+)
+
+
+_T = weave_tasks
+_SETTLED_COLUMNS = ("status", "revision", "result", "error", "effect_unknown", "timeout_at",
+                    "start_by", "updated_at")
+_SETTLE_AND_FINISH = (  # MariaDB/MySQL only: a two-table UPDATE (storage/fused.py)
+    sa.update(_T)
+    .where(_T.c.task_id == sa.bindparam("w_task_id"), _A.c.attempt_id == sa.bindparam("attempt"),
+           _A.c.finished_at.is_(None))
+    .values({**{_T.c[name]: sa.bindparam(f"v_{name}") for name in _SETTLED_COLUMNS},
+             _A.c.finished_at: sa.bindparam("now"), _A.c.outcome: sa.bindparam("outcome"),
+             _A.c.report_hash: sa.bindparam("report_hash")})
 )
 
 
@@ -205,8 +219,8 @@ def settle_txn(
     effect_unknown = effect_unknown or bool(task.effect_unknown)
     event_type = EVENT_BY_STATUS[status]
 
-    # 1. task and attempt
-    update_keyed(conn, weave_tasks, {"task_id": task.task_id}, {
+    # 1. task and attempt (in a step transaction: one statement, storage/fused.py)
+    settled = {
         "status": status.value,
         "revision": revision,
         "result": None if result is None else exactjson.dumps(result),
@@ -215,11 +229,17 @@ def settle_txn(
         "timeout_at": None,
         "start_by": None,
         "updated_at": now,
-    })
-    if task.current_attempt_id is not None and attempt_end is not None:
-        finish_attempt_txn(
-            conn, task.current_attempt_id, now=now, end=attempt_end, report_hash=report_hash
-        )
+    }
+    closing = task.current_attempt_id is not None and attempt_end is not None
+    if not (closing and attempt_end is not None and queue_prebuilt(
+            conn, "settle_and_finish", lambda: _SETTLE_AND_FINISH, {
+                "w_task_id": task.task_id, **{f"v_{k}": v for k, v in settled.items()},
+                "attempt": task.current_attempt_id, "now": now,
+                "outcome": attempt_end.value, "report_hash": report_hash}, rows=2)):
+        update_keyed(conn, weave_tasks, {"task_id": task.task_id}, settled)
+        if closing and attempt_end is not None:
+            finish_attempt_txn(conn, task.current_attempt_id, now=now, end=attempt_end,
+                               report_hash=report_hash)
     fault_point("delivery.after_task")
 
     # 2. permit and usage

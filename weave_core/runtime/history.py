@@ -22,6 +22,7 @@ from weave_core.foundation.exactjson import JSON
 from weave_core.foundation.faults import fault_point
 from weave_core.observability.observe import transitions_txn
 from weave_core.runtime.instances import iso, load_json
+from weave_core.storage.fused import fusing, queue_linked
 from weave_core.storage.schema import weave_audit, weave_transitions
 from weave_core.storage.statements import (
     insert_row_key,
@@ -126,8 +127,10 @@ class History:
         ``metadata`` gains ``revision`` (the instance revision after this transaction)
         and ``transitions`` (how many). Returns the audit id; with ``batch``, the rows join
         the batch instead (written by :meth:`HistoryBatch.write` before the transaction
-        commits) and None is returned. Any failure propagates: the caller's transaction
-        rolls back with it (R-6.8).
+        commits) and None is returned. In a step transaction on MariaDB/MySQL the rows are
+        queued (``storage/fused.py``: the transitions name the audit row through
+        ``LAST_INSERT_ID()``) and None is returned: the id exists at the commit. Any
+        failure propagates: the caller's transaction rolls back with it (R-6.8).
         """
         if not self._rows:
             return None
@@ -148,7 +151,14 @@ class History:
         if batch is not None:
             batch.add(audit, rows)
             return None
-        earlier = take_appended(conn, weave_audit)  # a step's task audit: one INSERT
+        earlier = take_appended(conn, weave_audit)  # a step's task audit
+        if fusing(conn):  # queued: the transitions take the audit id on the server
+            if earlier:
+                insert_rows(conn, weave_audit, earlier)
+            insert_rows(conn, weave_audit, audit)
+            if queue_linked(conn, weave_transitions, rows, "audit_id"):
+                return None
+            raise RuntimeError("a fused history write could not be queued")
         if earlier:
             audit_id = insert_rows_ids(conn, weave_audit, [*earlier, audit])[-1]
         else:

@@ -19,6 +19,27 @@ from sqlalchemy.exc import DBAPIError
 from weave_core.storage import prepared
 from weave_core.storage.retries import mysql_error_code
 
+_WIDENED: dict[tuple[str, int, tuple[str, ...]], tuple[str, list[str]]] = {}
+"""Multi-row texts and their parameter names by (one-row text, rows, columns): a step
+writes the same three or four widths every time."""
+
+
+def widened(sql: str, rows: Sequence[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    """A one-row prebuilt ``INSERT … VALUES (%(a)s, …)`` widened to ``len(rows)`` rows
+    (``%(r0_a)s`` …), with its parameters; every row has the first row's columns."""
+    columns = tuple(rows[0])
+    key = (sql, len(rows), columns)
+    found = _WIDENED.get(key)
+    if found is None:
+        head, values = sql.split(" VALUES ", 1)
+        if len(_WIDENED) >= 512:
+            _WIDENED.clear()
+        found = _WIDENED[key] = (head + " VALUES " + ", ".join(
+            values.replace("%(", f"%(r{i}_") for i in range(len(rows))),
+            [f"r{i}_{k}" for i in range(len(rows)) for k in columns])
+    text, names = found
+    return text, dict(zip(names, [row[k] for row in rows for k in columns], strict=True))
+
 
 def as_union(texts: Sequence[str]) -> str:
     """``(SELECT 0 AS weave_part, …) UNION ALL (SELECT 1, …) …``: each read tagged with
@@ -200,5 +221,5 @@ def shape(dbapi: Any, sql: str, params: dict[str, Any]) -> tuple[str, list[str]]
 
 __all__ = [
     "MISMATCH", "ONE", "PREPARED", "UNION", "Join", "as_block", "as_union", "mismatched",
-    "mogrify", "shape", "texts",
+    "mogrify", "shape", "texts", "widened",
 ]

@@ -25,6 +25,7 @@ from sqlalchemy.engine import Connection, Row
 
 from weave_core.observability.observe import task_event_txn
 from weave_core.storage.deferred import defer, deferring_now, send_with
+from weave_core.storage.query_text import widened
 from weave_core.storage.schema import weave_task_events
 
 LockMode = Literal["exclusive", "shared"] | None
@@ -92,14 +93,6 @@ def _insert_sql(conn: Connection, table: sa.Table, columns: tuple[str, ...]) -> 
                            {name: sa.bindparam(name) for name in columns}))
 
 
-def _many_rows(sql: str, rows: Sequence[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
-    """A one-row prebuilt INSERT widened to a multi-row one, with its parameters."""
-    head, values = sql.split(" VALUES ", 1)
-    params = {f"r{i}_{k}": v for i, row in enumerate(rows) for k, v in row.items()}
-    return head + " VALUES " + ", ".join(
-        values.replace("%(", f"%(r{i}_") for i in range(len(rows))), params
-
-
 def insert_rows(conn: Connection, table: sa.Table,
                 rows: dict[str, Any] | Sequence[dict[str, Any]]) -> None:
     """``INSERT INTO table`` one row or several (one multi-row statement per column set),
@@ -140,7 +133,7 @@ def insert_rows_ids(conn: Connection, table: sa.Table, rows: list[dict[str, Any]
     if deferring_now(conn):
         sql = _insert_sql(conn, table, tuple(rows[0]))
         if sql is not None:
-            text, params = _many_rows(sql, rows)
+            text, params = widened(sql, rows)
             (answer,) = send_with(conn, [(text + " RETURNING id", params)])
             if len(answer.rows) != len(rows):
                 raise RuntimeError(f"{len(answer.rows)} ids for {len(rows)} {table.name} rows")
@@ -185,7 +178,7 @@ def _defer_insert(conn: Connection, sql: str, group: list[dict[str, Any]]) -> bo
     """Queue a (multi-row) INSERT in an open ``deferred.deferring`` block."""
     if len(group) == 1:
         return defer(conn, sql, group[0], 1)
-    text, params = _many_rows(sql, group)
+    text, params = widened(sql, group)
     return defer(conn, text, params, len(group))
 
 
