@@ -6,6 +6,7 @@ import logging
 import secrets
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -508,3 +509,33 @@ def test_a_connection_returned_inside_a_transaction_is_still_rolled_back(
             other.dispose()
     finally:
         db.dispose()
+
+
+def test_time_read_with_a_lock_is_the_time_after_the_wait(mysql_db: Database,
+                                                           ns_name: str) -> None:
+    """A locking read that waits for a row reads database time after the wait (a step
+    reads its time in the statement that takes its locks): the transaction that got the
+    row later has the later time, never one from before the holder committed."""
+    db = mysql_db
+    db.transaction(lambda conn: conn.execute(sa.insert(weave_namespaces).values(
+        name=ns_name, created_at=db.now(conn))), name="t")
+    locked = sa.select(weave_namespaces.c.name).where(
+        weave_namespaces.c.name == ns_name).with_for_update()
+    holding, waiting = threading.Event(), {}
+
+    def hold(conn: Connection) -> datetime:
+        conn.execute(locked).one()
+        holding.set()
+        time.sleep(0.3)  # the other transaction waits for the row meanwhile
+        return db.now(conn)
+
+    def wait() -> None:
+        holding.wait(10)
+        waiting["now"] = db.transaction(
+            lambda conn: db.now_of(conn.execute(db.with_now(locked)).one()), name="t")
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    released_after = db.transaction(hold, name="t")
+    waiter.join(10)
+    assert waiting["now"] >= released_after, (waiting["now"], released_after)

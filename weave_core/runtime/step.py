@@ -266,9 +266,10 @@ def _locked_step(
     namespace: str, task_id: str, attempt_id: str, report: Report, actor: str,
     claim_next: ClaimNext | None,
 ) -> tuple[StepDone, str, list[Row[Any]]]:
-    # Database time comes with the task lock, a statement that starts after the instance
-    # lock: every earlier change of this instance has committed, so the times of its
-    # history, tasks and steps keep their order (no clamp to read).
+    # Database time comes with the task lock, computed after the instance lock (SYSDATE,
+    # also in the one-statement chain, where it is the last part): every earlier change of
+    # this instance has committed, so the times of its history, tasks and steps keep
+    # their order (no clamp to read).
     if ledger is not None and deferring_now(conn):  # MariaDB: one round trip for all
         chain = lock_step_chain(conn, namespace, peek, task_id=task_id, attempt_id=attempt_id,
                                 now_columns=engine.db.now_columns)

@@ -82,12 +82,20 @@ def default_database_url(environ: dict[str, str] | None = None) -> str:
 
 
 def _now_columns(dialect: Dialect) -> tuple[sa.ColumnElement[Any], sa.ColumnElement[Any]]:
-    """Database time and the test clock offset, as two columns of one SELECT."""
+    """Database time and the test clock offset, as two columns of one SELECT.
+
+    On MariaDB/MySQL the time is ``SYSDATE(6)``, the time at which the column is computed
+    (the session time zone is UTC), not ``UTC_TIMESTAMP(6)``, fixed when the statement
+    starts: a locking read that waits for a row (a step's chain in one ``UNION ALL``, its
+    time in the last part) must read the time *after* the wait, so that a transaction that
+    got the instance lock later never records an earlier time than the one before it.
+    """
     offset = sa.func.coalesce(
         sa.select(_clock.c.offset_us).where(_clock.c.id == 1).scalar_subquery(), 0
     )
     if dialect == "mysql":
-        return sa.func.utc_timestamp(6).label("weave_db_now"), offset.label("weave_db_offset")
+        return (sa.literal_column("sysdate(6)", sa.DateTime()).label("weave_db_now"),
+                offset.label("weave_db_offset"))
     return (sa.func.strftime("%Y-%m-%d %H:%M:%f", "now").label("weave_db_now"),
             offset.label("weave_db_offset"))
 
