@@ -230,15 +230,16 @@ def settle_txn(
         "start_by": None,
         "updated_at": now,
     }
-    closing = task.current_attempt_id is not None and attempt_end is not None
-    if not (closing and attempt_end is not None and queue_prebuilt(
-            conn, "settle_and_finish", lambda: _SETTLE_AND_FINISH, {
-                "w_task_id": task.task_id, **{f"v_{k}": v for k, v in settled.items()},
-                "attempt": task.current_attempt_id, "now": now,
-                "outcome": attempt_end.value, "report_hash": report_hash}, rows=2)):
+    attempt_id = task.current_attempt_id if attempt_end is not None else None
+    fused = attempt_id is not None and attempt_end is not None and queue_prebuilt(
+        conn, "settle_and_finish", lambda: _SETTLE_AND_FINISH, {
+            "w_task_id": task.task_id, **{f"v_{k}": v for k, v in settled.items()},
+            "attempt": attempt_id, "now": now, "outcome": attempt_end.value,
+            "report_hash": report_hash}, rows=2)
+    if not fused:
         update_keyed(conn, weave_tasks, {"task_id": task.task_id}, settled)
-        if closing and attempt_end is not None:
-            finish_attempt_txn(conn, task.current_attempt_id, now=now, end=attempt_end,
+        if attempt_id is not None and attempt_end is not None:
+            finish_attempt_txn(conn, attempt_id, now=now, end=attempt_end,
                                report_hash=report_hash)
     fault_point("delivery.after_task")
 
