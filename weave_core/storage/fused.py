@@ -2,7 +2,8 @@
 
 Why: on MariaDB/MySQL a step transaction queues its writes (``storage/deferred.py``) and
 sends them with its COMMIT; only a write whose generated key the transaction still needs
-travels earlier, in a round trip of its own. Two writes of every step used to cost that:
+travels earlier, in a round trip of its own. Two writes of every step cost more than
+they need:
 
 - the instance's transitions name the audit row of their transaction (``audit_id``): the
   audit INSERT returned its key (``INSERT … RETURNING id``) before the transitions could
