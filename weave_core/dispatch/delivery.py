@@ -86,17 +86,18 @@ _FINISH_ATTEMPT = (  # built once: every report runs it (see weave_core.storage.
 )
 
 
-_T = weave_tasks
-_SETTLED_COLUMNS = ("status", "revision", "result", "error", "effect_unknown", "timeout_at",
-                    "start_by", "updated_at")
-_SETTLE_AND_FINISH = (  # MariaDB/MySQL only: a two-table UPDATE (storage/fused.py)
-    sa.update(_T)
-    .where(_T.c.task_id == sa.bindparam("w_task_id"), _A.c.attempt_id == sa.bindparam("attempt"),
-           _A.c.finished_at.is_(None))
-    .values({**{_T.c[name]: sa.bindparam(f"v_{name}") for name in _SETTLED_COLUMNS},
-             _A.c.finished_at: sa.bindparam("now"), _A.c.outcome: sa.bindparam("outcome"),
-             _A.c.report_hash: sa.bindparam("report_hash")})
-)
+def _settle_and_finish(settled: dict[str, Any]) -> sa.Update:
+    """The task's settling values and its attempt's end in one two-table UPDATE
+    (MariaDB/MySQL only, storage/fused.py)."""
+    t, a = weave_tasks, _A
+    return (
+        sa.update(t)
+        .where(t.c.task_id == sa.bindparam("w_task_id"),
+               a.c.attempt_id == sa.bindparam("attempt"), a.c.finished_at.is_(None))
+        .values({**{t.c[name]: sa.bindparam(f"v_{name}") for name in settled},
+                 a.c.finished_at: sa.bindparam("now"), a.c.outcome: sa.bindparam("outcome"),
+                 a.c.report_hash: sa.bindparam("report_hash")})
+    )
 
 
 def finish_attempt_txn(
@@ -230,17 +231,15 @@ def settle_txn(
         "start_by": None,
         "updated_at": now,
     }
-    attempt_id = task.current_attempt_id if attempt_end is not None else None
-    fused = attempt_id is not None and attempt_end is not None and queue_prebuilt(
-        conn, "settle_and_finish", lambda: _SETTLE_AND_FINISH, {
+    attempt_id = task.current_attempt_id
+    if attempt_id is None or attempt_end is None:
+        update_keyed(conn, weave_tasks, {"task_id": task.task_id}, settled)
+    elif not queue_prebuilt(conn, "settle_and_finish", lambda: _settle_and_finish(settled), {
             "w_task_id": task.task_id, **{f"v_{k}": v for k, v in settled.items()},
             "attempt": attempt_id, "now": now, "outcome": attempt_end.value,
-            "report_hash": report_hash}, rows=2)
-    if not fused:
+            "report_hash": report_hash}, rows=2):
         update_keyed(conn, weave_tasks, {"task_id": task.task_id}, settled)
-        if attempt_id is not None and attempt_end is not None:
-            finish_attempt_txn(conn, attempt_id, now=now, end=attempt_end,
-                               report_hash=report_hash)
+        finish_attempt_txn(conn, attempt_id, now=now, end=attempt_end, report_hash=report_hash)
     fault_point("delivery.after_task")
 
     # 2. permit and usage

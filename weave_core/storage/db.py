@@ -242,17 +242,15 @@ class Database:
                 result = fn(conn)
                 try:
                     trans.commit()  # with the last queued writes, on MariaDB (deferred)
-                except DBAPIError as exc:
-                    refused = deferred.mismatch_at_commit(conn, exc)
-                    # The error may have come before the COMMIT went out (a statement
-                    # queued for it, a listener of the commit): the server's transaction
-                    # must not stay open on the pooled connection.
+                except BaseException as exc:
+                    # The commit may have failed before its COMMIT went out (a write queued
+                    # for it, a listener of the commit): the server's transaction must not
+                    # stay open on the pooled connection.
+                    refused = (deferred.mismatch_at_commit(conn, exc)
+                               if isinstance(exc, DBAPIError) else None)
                     _abandon(conn)
                     if refused is not None:
                         raise refused from exc
-                    raise
-                except BaseException:
-                    _abandon(conn)  # e.g. a commit listener failed before the COMMIT
                     raise
                 # the pool sends no ROLLBACK after it (engines.reset_on_return)
                 conn.connection.info[TRANSACTION_ENDED] = True

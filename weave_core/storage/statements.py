@@ -174,6 +174,15 @@ def run_prebuilt(conn: Connection, name: str, build: Any, params: dict[str, Any]
     return int(conn.exec_driver_sql(sql, values).rowcount)
 
 
+def queue_insert(conn: Connection, name: str, build: Any,
+                 rows: Sequence[dict[str, Any]]) -> bool:
+    """Queue in an open ``deferred.deferring`` block on MariaDB/MySQL an INSERT built once
+    for one row (``build()``, cached per dialect under ``name``), widened to ``rows``;
+    False elsewhere, and nothing is sent."""
+    sql = _driver_sql(conn, ("insert", name), build)
+    return sql is not None and _defer_insert(conn, sql, list(rows))
+
+
 def _defer_insert(conn: Connection, sql: str, group: list[dict[str, Any]]) -> bool:
     """Queue a (multi-row) INSERT in an open ``deferred.deferring`` block."""
     if len(group) == 1:
@@ -371,6 +380,7 @@ __all__ = [
     "insert_rows",
     "insert_rows_ids",
     "prebuilt_sql",
+    "queue_insert",
     "read_with_queue",
     "run_prebuilt",
     "select_keyed",
