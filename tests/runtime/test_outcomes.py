@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.http.conftest import Tenant, client_for, new_tenant
 from tests.http.helpers import assert_problem
@@ -16,6 +17,7 @@ from tests.runtime.helpers import definition, publish, report, run_worker, start
 from weave_core.access.identity import Permission
 from weave_core.engine import Engine
 from weave_core.foundation import exactjson
+from weave_core.runtime import outcomes
 from weave_core.storage.db import Database
 
 WF = "/v1/namespaces/{ns}/workflows"
@@ -60,6 +62,42 @@ def test_a_waiting_request_is_answered_when_the_instance_succeeds(any_engine: En
     assert got["status"] == "SUCCEEDED" and got["done"] is True
     assert got["settled_at"] is not None and got["workflow_id"] == wid
     assert elapsed < 10  # answered at the settle, far before the 30 s wait
+
+
+def test_a_success_committed_here_is_answered_with_the_commit_without_a_read(
+    any_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The committing transaction hands its waiters the outcome it wrote: the same answer,
+    field for field, as a read of the row afterwards, and no read after the wake-up."""
+    engine = any_engine
+    tenant = _tenant(engine)
+    client = client_for(engine)
+    wid = start(engine, tenant.namespace, "two", {}).instance.instance_id
+    reads: list[str] = []
+    real = outcomes.read_outcome
+
+    def _counted(db: Database, namespace: str, instance_id: str) -> outcomes.Outcome:
+        reads.append(instance_id)
+        return real(db, namespace, instance_id)
+
+    monkeypatch.setattr(outcomes, "read_outcome", _counted)
+    answers: list[httpx.Response] = []
+    waiter = threading.Thread(target=lambda: answers.append(
+        _result(client, tenant, wid, "?wait_seconds=30")))
+    waiter.start()
+    deadline = time.monotonic() + 10
+    while not reads:  # its first read (RUNNING) is done: it waits
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    time.sleep(0.05)
+    run_worker(engine, tenant.namespace, {"a": {"n": 1}, "b": {"n": 2, "list": [1, "x", None]}})
+    waiter.join(30)
+    (response,) = answers
+    assert reads == [wid]  # the first read only: the success came with the commit
+    handed = exactjson.loads(response.content)
+    read_after = exactjson.loads(_result(client, tenant, wid).content)
+    assert handed == read_after
+    assert handed["status"] == "SUCCEEDED" and handed["output"] == {"n": 2, "list": [1, "x", None]}
 
 
 def test_an_instance_settled_by_another_process_is_seen_by_the_re_read(

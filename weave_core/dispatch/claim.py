@@ -16,7 +16,7 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Final
 
 from sqlalchemy.engine import Connection, Row
 
@@ -43,6 +43,10 @@ from weave_core.storage.deferred import deferring
 from weave_core.storage.locks import lock_claimable_tasks
 from weave_core.storage.schema import weave_task_attempts, weave_task_events, weave_tasks
 from weave_core.storage.statements import append_row, insert_rows, update_keyed
+
+_HANDOFF_POLL_S: Final = 0.01
+"""How often a claimer whose wait ran out looks again while a transaction still holds it
+reserved for a hand-off (a few milliseconds at most)."""
 
 
 @dataclass(frozen=True)
@@ -195,22 +199,28 @@ async def claim_wait(
     end = loop.time() + wait_seconds
     hub = hub_for(db)
     keys = [h.key for h in handlers]
-    with hub.listening((namespace, queue), keys) as woken, \
+    expired = False
+    with hub.listening((namespace, queue), keys, worker_id, max_tasks) as waiter, \
             LONG_POLL_WAITERS.labels("claim").track_inprogress():  # listen before claiming
         while True:
-            woken.clear()
-            tasks = await asyncio.to_thread(
-                claim, db, namespace=namespace, queue=queue, worker_id=worker_id,
-                handlers=handlers, max_tasks=max_tasks, actor=actor, limits=limits,
-            )
-            remaining = end - loop.time()
-            if tasks or remaining <= 0 or hub.draining:  # draining: the server stops
-                return tasks
+            waiter.event.clear()
+            if waiter.handed is not None:  # a transaction of this process started them
+                return waiter.handed
+            if hub.unpark(waiter):  # else one holds it reserved: wait for its hand-off
+                if expired:
+                    return []
+                tasks = await asyncio.to_thread(
+                    claim, db, namespace=namespace, queue=queue, worker_id=worker_id,
+                    handlers=handlers, max_tasks=max_tasks, actor=actor, limits=limits,
+                )
+                if tasks or loop.time() >= end or hub.draining:  # draining: the server stops
+                    return tasks
+                hub.park(waiter)
             try:
-                async with asyncio.timeout(remaining):
-                    await woken.wait()
+                async with asyncio.timeout(max(end - loop.time(), _HANDOFF_POLL_S)):
+                    await waiter.event.wait()
             except TimeoutError:
-                return []
+                expired = True
 
 
 __all__ = ["HandlerRef", "check_claim", "claim", "claim_txn", "claim_wait", "settle_expired"]

@@ -23,7 +23,7 @@ import threading
 import weakref
 from collections.abc import Iterable, Iterator
 from datetime import datetime
-from typing import Final
+from typing import Any, Final
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -43,12 +43,25 @@ _hubs_lock = threading.Lock()
 
 
 class _Waiter:
-    __slots__ = ("event", "handler_keys", "loop")
+    """One long-polling claimer. ``parked``: it waits, it does not claim, so a transaction
+    of this process may *reserve* it (``reserve``) and hand it the tasks it creates
+    (``hand``, after the commit; ``release`` when nothing was handed)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, handler_keys: frozenset[str]) -> None:
+    __slots__ = ("event", "handed", "handler_keys", "key", "loop", "max_tasks", "parked",
+                 "reserved", "worker_id")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, key: Key, handler_keys: frozenset[str],
+                 worker_id: str, max_tasks: int) -> None:
         self.loop = loop
         self.event = asyncio.Event()
+        self.key = key
         self.handler_keys = handler_keys
+        self.worker_id = worker_id
+        self.max_tasks = max_tasks
+        self.parked = False
+        self.reserved = False
+        self.handed: list[Any] | None = None
+        """The tasks a committed transaction started for this claimer."""
 
     def wake(self) -> None:
         try:
@@ -87,30 +100,28 @@ class WakeupHub:
         with self._lock:
             return len(self._waiters.get(key, ()))
 
-    async def wait(self, key: Key, handler_keys: Iterable[str], timeout: float) -> bool:
-        """Wait until woken for ``key`` or ``timeout`` seconds pass; True when woken."""
-        with self.listening(key, handler_keys) as woken:
-            try:
-                async with asyncio.timeout(timeout):
-                    await woken.wait()
-                return True
-            except TimeoutError:
-                return False
+    def parked(self, key: Key) -> int:
+        """How many of ``key``'s claimers wait with nothing to claim (a hand-off may take
+        them)."""
+        with self._lock:
+            return sum(1 for waiter in self._waiters.get(key, ()) if waiter.parked)
 
     @contextlib.contextmanager
-    def listening(self, key: Key, handler_keys: Iterable[str]) -> Iterator[asyncio.Event]:
-        """An event set whenever ``key`` is woken, for the whole block: a claimer that
+    def listening(self, key: Key, handler_keys: Iterable[str], worker_id: str = "",
+                  max_tasks: int = 0) -> Iterator[_Waiter]:
+        """A waiter woken whenever ``key`` is woken, for the whole block: a claimer that
         listens *before* it claims never misses a commit between its claim and its wait
-        (which would otherwise cost it the watcher's next probe, up to a second)."""
+        (which would otherwise cost it the watcher's next probe, up to a second). With
+        ``max_tasks``, a transaction may hand it up to that many tasks while it is parked."""
         loop = asyncio.get_running_loop()
-        waiter = _Waiter(loop, frozenset(handler_keys))
+        waiter = _Waiter(loop, key, frozenset(handler_keys), worker_id, max_tasks)
         with self._lock:
             self._waiters.setdefault(key, set()).add(waiter)
             watcher = self._watchers.get(key)
             if watcher is None or watcher.done() or watcher.get_loop() is not loop:
                 self._watchers[key] = loop.create_task(self._watch(key))
         try:
-            yield waiter.event
+            yield waiter
         finally:
             with self._lock:
                 waiters = self._waiters.get(key)
@@ -118,6 +129,43 @@ class WakeupHub:
                     waiters.discard(waiter)
                     if not waiters:
                         del self._waiters[key]
+
+    # --- hand-offs to parked claimers (dispatch.handoff) ------------------------------
+
+    def park(self, waiter: _Waiter) -> None:
+        """The claimer found nothing and waits: a transaction may reserve it now."""
+        with self._lock:
+            waiter.parked = True
+
+    def unpark(self, waiter: _Waiter) -> bool:
+        """The claimer is about to claim: False (it must not) while a transaction holds it
+        reserved or has handed it tasks."""
+        with self._lock:
+            if waiter.reserved or waiter.handed is not None:
+                return False
+            waiter.parked = False
+            return True
+
+    def reserve(self, namespace: str, queue: str, handler_key: str) -> _Waiter | None:
+        """Take a parked claimer of the queue that runs the handler, for one transaction
+        (None: none waits)."""
+        with self._lock:
+            for waiter in self._waiters.get((namespace, queue), ()):
+                if waiter.parked and waiter.max_tasks > 0 and handler_key in waiter.handler_keys:
+                    waiter.parked, waiter.reserved = False, True
+                    return waiter
+        return None
+
+    def hand(self, waiter: _Waiter, tasks: list[Any]) -> bool:
+        """The reserving transaction committed: give the claimer what it started for it
+        (nothing: it claims as usual). False when the claimer left meanwhile."""
+        with self._lock:
+            waiter.reserved = False
+            if tasks:
+                waiter.handed = tasks
+            present = waiter in self._waiters.get(waiter.key, ())
+        waiter.wake()
+        return present
 
     def _handler_keys(self, key: Key) -> frozenset[str]:
         with self._lock:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
@@ -27,6 +28,7 @@ from weave_core.definitions.store import (
     get_definition,
 )
 from weave_core.dispatch.gates import create_gate_txn
+from weave_core.dispatch.handoff import parked_claimer
 from weave_core.dispatch.ledger import (
     Budget,
     CapacityLedger,
@@ -38,6 +40,7 @@ from weave_core.dispatch.queues import lock_capacity_txn
 from weave_core.dispatch.releases import QUOTA, remember, sums_params, sums_read
 from weave_core.engine import Engine
 from weave_core.foundation import exactjson
+from weave_core.foundation.aftercommit import later
 from weave_core.foundation.errors import ConflictError, NotFoundError, Problem, ValidationError
 from weave_core.foundation.exactjson import JSON
 from weave_core.foundation.exactschema import ExactValidator
@@ -62,6 +65,7 @@ from weave_core.runtime.pending import (
 )
 from weave_core.runtime.programs import programs
 from weave_core.runtime.snapshot import LockedInstance
+from weave_core.runtime.task_routes import remember_routes
 from weave_core.runtime.waits.declared import start_problems
 from weave_core.storage.deferred import DeferredWriteMismatch, deferring, deferring_now
 from weave_core.storage.locks import lock_admission_at_once, lock_namespace_shared
@@ -318,7 +322,13 @@ def _start_workflow(engine: Engine, namespace: str, request: StartRequest, actor
                        details={"definition_id": record.definition_id,
                                 "version": record.version,
                                 "deadline_at": deadline_at.isoformat() + "Z"})
-        outcome = advance_txn(conn, engine, li, history, program, now=now)
+        if parked is None:
+            outcome = advance_txn(conn, engine, li, history, program, now=now)
+        else:  # a worker waiting for the first tasks takes them at once (dispatch.handoff)
+            with parked.offering(conn) as handoff:
+                outcome = advance_txn(conn, engine, li, history, program, now=now)
+            later(conn, lambda: remember_routes(engine, handoff, instance_id, li.queues,
+                                                li.status.value))
         schedule_new_txn(conn, namespace=namespace, instance_id=instance_id,
                      kind=PendingKind.ROOT, ref=DEADLINE_REF, due_at=deadline_at,
                      reason=PendingReason.DEADLINE.value, root_version=li.root_version,
@@ -354,11 +364,13 @@ def _start_workflow(engine: Engine, namespace: str, request: StartRequest, actor
                         request.definition_id, exc)  # one by one, every count is seen
             return db.transaction(_start, name="start_workflow")
 
-    try:
-        return _started()
-    except IntegrityError:
-        # Another start with this key committed between our check and our insert.
-        return _started()
+    with (parked_claimer(db, namespace) if db.dialect == "mysql"
+          else nullcontext()) as parked:
+        try:
+            return _started()
+        except IntegrityError:
+            # Another start with this key committed between our check and our insert.
+            return _started()
 
 
 def _lookup(conn: Connection, namespace: str, request: StartRequest

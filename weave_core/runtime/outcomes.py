@@ -10,7 +10,10 @@ Waiters of one process share one :class:`OutcomeHub` per database. They wake whe
 - a transaction of this process that moved an instance to a done status commits
   (:meth:`LockedInstance.flush <weave_core.runtime.snapshot.LockedInstance.flush>` calls
   :func:`note_done_txn`; ``weave_core.foundation.aftercommit`` wakes the waiters after the commit,
-  never before, and a rollback discards it);
+  never before, and a rollback discards it). When that transaction knew every column of the
+  answer (an instance that succeeded), the waiters get the committed outcome with the wake-up
+  and answer without reading the row again: the step that finished the instance is the last
+  thing between the worker's report and the client's answer;
 - their re-read comes round: every :data:`RECHECK_S` seconds while they wait, which catches
   instances another engine process settled.
 
@@ -23,16 +26,17 @@ import asyncio
 import contextlib
 import threading
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any, Final
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from weave_core.foundation.aftercommit import note, subscribe
+from weave_core.foundation.aftercommit import later, note, subscribe
 from weave_core.foundation.errors import NotFoundError
 from weave_core.foundation.exactjson import JSON
 from weave_core.observability.metrics import LONG_POLL_WAITERS
@@ -89,12 +93,30 @@ def read_outcome(db: Database, namespace: str, instance_id: str) -> Outcome:
                    row.settled_at, row.updated_at)
 
 
+class Waiter:
+    """One waiting request: woken through its loop; ``committed`` is the outcome a commit
+    handed over with the wake-up (None: read the row)."""
+
+    __slots__ = ("committed", "event", "loop")
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.event = asyncio.Event()
+        self.committed: Outcome | None = None
+
+    def wake(self) -> None:
+        try:
+            self.loop.call_soon_threadsafe(self.event.set)
+        except RuntimeError:  # the loop closed: nobody waits any more
+            pass
+
+
 class OutcomeHub:
     """This process's waiters on instances of one database."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._waiters: dict[Key, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
+        self._waiters: dict[Key, set[Waiter]] = {}
         self.draining = False
         """The server is stopping: result waits answer at once (``drain``)."""
 
@@ -109,21 +131,32 @@ class OutcomeHub:
         """Wake the waiters of these instances (thread-safe; any thread)."""
         with self._lock:
             targets = [w for key in keys for w in self._waiters.get(key, ())]
-        for loop, flag in targets:
-            try:
-                loop.call_soon_threadsafe(flag.set)
-            except RuntimeError:  # the loop closed: nobody waits any more
-                pass
+        for waiter in targets:
+            waiter.wake()
+
+    def settled(self, key: Key, outcome: Callable[[], Outcome]) -> None:
+        """A commit made ``key`` done with this outcome: hand it to its waiters and wake
+        them (``outcome`` is built only when someone waits)."""
+        with self._lock:
+            targets = list(self._waiters.get(key, ()))
+        if targets:
+            answer = outcome()
+            for waiter in targets:
+                waiter.committed = answer
+                waiter.wake()
+
+    def waiting(self) -> bool:
+        return bool(self._waiters)
 
     @contextmanager
-    def watching(self, key: Key) -> Iterator[asyncio.Event]:
-        """An event set whenever ``key`` is notified, for the block (register first, then
+    def watching(self, key: Key) -> Iterator[Waiter]:
+        """A waiter woken whenever ``key`` is notified, for the block (register first, then
         read: a commit between the read and the wait is never missed)."""
-        waiter = (asyncio.get_running_loop(), asyncio.Event())
+        waiter = Waiter()
         with self._lock:
             self._waiters.setdefault(key, set()).add(waiter)
         try:
-            yield waiter[1]
+            yield waiter
         finally:
             with self._lock:
                 waiters = self._waiters.get(key)
@@ -149,9 +182,17 @@ def outcome_hub(db: Database) -> OutcomeHub:
         return hub
 
 
-def note_done_txn(conn: Connection, namespace: str, instance_id: str) -> None:
-    """Inside a transaction: wake this instance's result waiters once it commits."""
-    note(conn, _CHANNEL, (namespace, instance_id))
+def note_done_txn(conn: Connection, namespace: str, instance_id: str,
+                  outcome: Callable[[], Outcome] | None = None) -> None:
+    """Inside a transaction: wake this instance's result waiters once it commits; with
+    ``outcome`` (every column of the answer, as this transaction leaves them) they answer
+    with it instead of reading the row again."""
+    if outcome is None:
+        note(conn, _CHANNEL, (namespace, instance_id))
+        return
+    hub = _hubs.get(conn.engine)
+    if hub is not None and hub.waiting():
+        later(conn, partial(hub.settled, (namespace, instance_id), outcome))
 
 
 async def wait_outcome(db: Database, namespace: str, instance_id: str,
@@ -160,20 +201,22 @@ async def wait_outcome(db: Database, namespace: str, instance_id: str,
     loop = asyncio.get_running_loop()
     end = loop.time() + wait_seconds
     hub = outcome_hub(db)
-    with hub.watching((namespace, instance_id)) as woken, \
+    with hub.watching((namespace, instance_id)) as waiter, \
             LONG_POLL_WAITERS.labels("result").track_inprogress():
         while True:
-            woken.clear()
-            outcome = await asyncio.to_thread(read_outcome, db, namespace, instance_id)
+            waiter.event.clear()
+            outcome = waiter.committed
+            if outcome is None:
+                outcome = await asyncio.to_thread(read_outcome, db, namespace, instance_id)
             remaining = end - loop.time()
             if outcome.done or remaining <= 0 or hub.draining:
                 return outcome
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(min(remaining, RECHECK_S)):
-                    await woken.wait()
+                    await waiter.event.wait()
 
 
 __all__ = [
-    "DONE", "MAX_WAIT_S", "RECHECK_S", "Outcome", "OutcomeHub", "note_done_txn",
+    "DONE", "MAX_WAIT_S", "RECHECK_S", "Outcome", "OutcomeHub", "Waiter", "note_done_txn",
     "outcome_hub", "read_outcome", "wait_outcome",
 ]

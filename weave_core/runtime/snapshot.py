@@ -10,7 +10,7 @@ the chains of several instances of one namespace at once, level by level (a tick
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -28,7 +28,7 @@ from weave_core.runtime.instances import (
     InstanceStatus,
     load_json,
 )
-from weave_core.runtime.outcomes import DONE, note_done_txn
+from weave_core.runtime.outcomes import DONE, Outcome, note_done_txn
 from weave_core.storage.locks import (
     lock_chain_at_once,
     lock_gate,
@@ -163,7 +163,8 @@ class LockedInstance:
                 rec.stored = True
             rec.dirty = False
         if self.updates.get("status") in _DONE_VALUES:
-            note_done_txn(conn, self.namespace, self.instance_id)
+            note_done_txn(conn, self.namespace, self.instance_id,
+                          self._committed_outcome(revision, now))
         if revision != self.revision or self.updates:
             self.revision = revision
             changes.update(weave_instances, {"instance_id": self.instance_id},
@@ -171,6 +172,20 @@ class LockedInstance:
             self.updates = {}
         if into is None:
             changes.write(conn)
+
+
+    def _committed_outcome(self, revision: int,
+                           now: datetime) -> Callable[[], Outcome] | None:
+        """The result waiters' answer once this flush commits, when the changes hold all of
+        it (success sets status, output and settled time together); None: they read it."""
+        updates = self.updates
+        if updates.get("status") != InstanceStatus.SUCCEEDED.value or not {
+                "output", "settled_at"} <= updates.keys():
+            return None
+        instance_id, paused, review_reason = self.instance_id, self.paused, self.review_reason
+        output, settled_at = updates["output"], updates["settled_at"]
+        return lambda: Outcome(instance_id, InstanceStatus.SUCCEEDED, paused, revision,
+                               load_json(output), review_reason, settled_at, now)
 
 
 def _step_record(row: Any) -> StepRecord:

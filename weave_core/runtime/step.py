@@ -33,9 +33,6 @@ transaction with the capacity locks taken in order.
 from __future__ import annotations
 
 import logging
-import threading
-import weakref
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -65,12 +62,12 @@ from weave_core.dispatch.reports import (
     settled_view,
 )
 from weave_core.engine import Engine
-from weave_core.foundation import exactjson
 from weave_core.foundation.exactjson import JSON
 from weave_core.foundation.faults import fault_point
 from weave_core.observability.metrics import CAPACITY_RERUNS, child
 from weave_core.runtime.consumer import ConsumeResult, consume_held_txn, consume_task_results
 from weave_core.runtime.snapshot import lock_chain, lock_step_chain
+from weave_core.runtime.task_routes import remember_routes, take_route
 from weave_core.storage.deferred import DeferredWriteMismatch, deferring, deferring_now
 from weave_core.storage.locks import lock_activation, lock_task_fenced
 from weave_core.storage.retries import reruns_transaction
@@ -200,45 +197,11 @@ def _outcome(report: Report) -> tuple[TaskStatus, AttemptEnd, JSON, JSON]:
     return TaskStatus.FAILED, AttemptEnd.FAILED, None, error
 
 
-class _Routes:
-    """Where the tasks this process handed out belong (task id → namespace, owning
-    activation, instance and its queues): immutable facts, so the report of a task handed
-    out here needs no unlocked read to find its chain. Bounded; a miss reads."""
-
-    SIZE = 65_536
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._items: OrderedDict[str, SimpleNamespace] = OrderedDict()
-
-    def put(self, task_id: str, route: SimpleNamespace) -> None:
-        with self._lock:
-            self._items[task_id] = route
-            if len(self._items) > self.SIZE:
-                self._items.popitem(last=False)
-
-    def take(self, task_id: str) -> SimpleNamespace | None:
-        with self._lock:
-            return self._items.pop(task_id, None)
-
-
-_routes: weakref.WeakKeyDictionary[Any, _Routes] = weakref.WeakKeyDictionary()
-_routes_lock = threading.Lock()
-
-
-def _routes_of(engine: Engine) -> _Routes:
-    with _routes_lock:
-        routes = _routes.get(engine.db.engine)
-        if routes is None:
-            routes = _routes[engine.db.engine] = _Routes()
-        return routes
-
-
 def _step_txn(
     conn: Connection, engine: Engine, namespace: str, task_id: str, attempt_id: str,
     report: Report, actor: str, claim_next: ClaimNext | None, *, in_order: bool,
 ) -> tuple[StepDone, str, list[Row[Any]]]:
-    peek: Any = _routes_of(engine).take(task_id)
+    peek: Any = take_route(engine, task_id)
     if peek is None or peek.namespace != namespace:
         peek = conn.execute(_PEEK, {"task_id": task_id, "ns": namespace}).one_or_none()
     if peek is None:
@@ -307,14 +270,8 @@ def _locked_step(
                       0 if claim_next is None else claim_next.max_tasks)
     with handing_off(conn, handoff):  # a successor the worker serves starts at once
         consumed = _consume(conn, engine, li, act, task, revision, delivered[0], now)
-    following = list(handoff.claimed)
-    routes = _routes_of(engine)
-    for claimed in following:  # its report finds its chain without a read
-        routes.put(claimed.task_id, SimpleNamespace(
-            namespace=namespace, queue=task.queue, owner_kind=task.owner_kind,
-            owner_id=handoff.owners[claimed.task_id], instance_id=li.instance_id,
-            act_namespace=namespace, inst_namespace=namespace,
-            queues=exactjson.dumps(list(li.queues)), status=li.status.value))
+    following = list(handoff.claimed)  # their reports find their chains without a read:
+    remember_routes(engine, handoff, li.instance_id, li.queues, li.status.value)
     expired: list[Row[Any]] = []
     if claim_next is not None and len(following) < claim_next.max_tasks:
         more, expired = claim_txn(
