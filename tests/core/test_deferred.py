@@ -26,7 +26,7 @@ from weave_core.storage.deferred import (
 )
 from weave_core.storage.query_text import mogrify
 from weave_core.storage.retries import mysql_error_code
-from weave_core.storage.schema import weave_audit, weave_queues
+from weave_core.storage.schema import weave_audit, weave_queues, weave_task_events
 from weave_core.storage.statements import (
     insert_row_key,
     insert_rows,
@@ -83,6 +83,45 @@ def test_a_run_of_writes_is_one_round_trip_in_the_code_order(
     assert _capacities(mysql_db, ns_name) == {"a": 10, "b": 7, "c": 3}
     # every statement is still announced to the engine's listeners, in order
     assert seen == ["INSERT", "UPDATE", "SELECT", "UPDATE"], seen
+
+
+def test_one_row_inserts_of_new_rows_of_a_table_travel_as_one_multi_row_insert(
+    mysql_db: Database, ns_name: str
+) -> None:
+    """A fan-out queues an activation, a task and an event per branch; the INSERTs of one
+    table join the first of them (``deferred._coalesced``), the writes between them keep
+    their order, and every row is written once."""
+    create_namespace(mysql_db, ns_name)
+    mysql_db.transaction(lambda conn: insert_rows(conn, weave_queues, _rows(ns_name, ["q"])),
+                         name="t")
+    seen: list[str] = []
+
+    def _listen(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
+        seen.append(" ".join(statement.split()[:3]))
+
+    def _run(conn: Connection) -> None:
+        with deferring(conn):
+            for i in range(3):
+                insert_rows(conn, weave_task_events, {
+                    "namespace": ns_name, "task_id": f"tsk_{ns_name}_{i}", "revision": 1,
+                    "event_type": "task.created", "attempt_id": None, "occurred_at": AT,
+                    "payload": None})
+                update_keyed(conn, weave_queues, {"namespace": ns_name, "name": "q"},
+                             {"capacity": 20 + i})
+
+    event.listen(mysql_db.engine, "before_cursor_execute", _listen)
+    try:
+        mysql_db.transaction(_run, name="t")
+    finally:
+        event.remove(mysql_db.engine, "before_cursor_execute", _listen)
+    assert seen == ["INSERT INTO weave_task_events", "UPDATE weave_queues SET",
+                    "UPDATE weave_queues SET", "UPDATE weave_queues SET"], seen
+    events = mysql_db.read(lambda conn: conn.execute(
+        sa.select(weave_task_events.c.task_id).where(
+            weave_task_events.c.namespace == ns_name)
+        .order_by(weave_task_events.c.id)).scalars().all(), name="t")
+    assert events == [f"tsk_{ns_name}_{i}" for i in range(3)]
+    assert _capacities(mysql_db, ns_name) == {"q": 22}
 
 
 def test_a_write_that_matches_no_row_is_refused_and_nothing_commits(
