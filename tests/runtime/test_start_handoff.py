@@ -17,9 +17,12 @@ import pytest
 
 from tests.runtime.helpers import (
     definition,
+    instance,
     new_namespace,
     publish,
+    report,
     rows,
+    run_worker,
     start,
     task,
     tasks_of,
@@ -47,6 +50,15 @@ def _namespace(engine: Engine, document: dict[str, Any]) -> str:
     set_queue_capacity(engine.db, ns, "q", 100, actor="test")
     publish(engine, ns, document)
     return ns
+
+
+def _finish(engine: Engine, ns: str, wid: str, handed: Sequence[ClaimedTask]) -> None:
+    """Report what was handed out and run the rest: no lease is left running for later
+    tests (a tick with the clock moved on would expire it)."""
+    for claimed in handed:
+        report(engine, ns, claimed, {})
+    run_worker(engine, ns, {"a": {}, "b": {}})
+    assert instance(engine, wid).status == "SUCCEEDED"
 
 
 class Parked:
@@ -93,7 +105,8 @@ def claims(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     def _counted(*args: Any, **kwargs: Any) -> list[ClaimedTask]:
         calls.append(1)
-        return real(*args, **kwargs)
+        tasks: list[ClaimedTask] = real(*args, **kwargs)
+        return tasks
 
     monkeypatch.setattr(claim_module, "claim", _counted)
     return calls
@@ -120,6 +133,7 @@ def test_a_start_hands_its_first_task_to_the_parked_claimer(
         report=Report(ReportOutcome.SUCCEEDED, output={}), actor="worker:test",
         claim_next=ClaimNext("parked-worker", [HandlerRef("b", "1")], 1))
     assert done.one_transaction and [t.handler for t in done.next_tasks] == ["b"]
+    _finish(engine, ns, wid, done.next_tasks)
 
 
 def test_the_parked_claimer_gets_no_more_than_it_asked_and_only_its_handlers(
@@ -135,6 +149,7 @@ def test_the_parked_claimer_gets_no_more_than_it_asked_and_only_its_handlers(
     assert stranger.tasks == []  # serves another handler: not reserved, nothing claimed
     statuses = sorted(t.status for t in tasks_of(engine, wid))
     assert statuses == ["PENDING", "RUNNING", "RUNNING"]
+    _finish(engine, ns, wid, answer.tasks)
 
 
 def test_a_reserved_claimer_waits_for_the_hand_off_and_claims_when_released(
@@ -153,6 +168,7 @@ def test_a_reserved_claimer_waits_for_the_hand_off_and_claims_when_released(
     assert answer.tasks is not None and len(answer.tasks) == 1
     assert claims == [1, 1]
     assert [t.status for t in tasks_of(engine, wid)] == ["RUNNING"]
+    _finish(engine, ns, wid, answer.tasks)
 
 
 def test_a_wait_that_runs_out_while_reserved_ends_when_released(engine: Engine) -> None:
@@ -193,3 +209,4 @@ def test_a_parked_claimer_gets_the_start_s_task_on_every_database(
     assert answer.seconds < 5
     assert [(t.task_id, t.status) for t in tasks_of(any_engine, wid)] == [
         (answer.tasks[0].task_id, "RUNNING")]
+    _finish(any_engine, ns, wid, answer.tasks)

@@ -31,6 +31,7 @@ from weave_core.runtime.instances import (
 from weave_core.runtime.outcomes import DONE, Outcome, note_done_txn
 from weave_core.storage.locks import (
     lock_chain_at_once,
+    lock_chain_of_tasks_at_once,
     lock_gate,
     lock_gates,
     lock_instance,
@@ -295,6 +296,22 @@ def lock_step_chain(
     if ns is None or row is None or row.namespace != namespace or act is None:
         return None
     return _locked(row, gate, ns, tuple(exactjson.loads_stored(peek.queues)), steps), act, task
+
+
+def lock_step_chain_of_tasks(
+    conn: Connection, namespace: str, peek: Any, tasks: Sequence[tuple[str, str, str]], *,
+    now_columns: Sequence[sa.ColumnElement[Any]],
+) -> tuple[LockedInstance, list[Any], list[Any]] | None:
+    """:func:`lock_step_chain` for several tasks of ``peek.instance_id`` (``tasks``:
+    owning activation, task and attempt ids; ``locks.lock_chain_of_tasks_at_once``): the
+    working copy, and the activations and tasks in the order of ``tasks``."""
+    ns, row, gate, steps, acts, found = lock_chain_of_tasks_at_once(
+        conn, namespace=namespace, instance_id=peek.instance_id, tasks=tasks,
+        now_columns=now_columns, columns=_CHAIN_COLUMNS)
+    if ns is None or row is None or row.namespace != namespace or None in acts:
+        return None
+    return (_locked(row, gate, ns, tuple(exactjson.loads_stored(peek.queues)), steps), acts,
+            found)
 
 
 # What a working copy is built from (``_locked``, ``_step_record``): only these are read.

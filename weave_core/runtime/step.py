@@ -33,8 +33,6 @@ transaction with the capacity locks taken in order.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
@@ -42,63 +40,32 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 from sqlalchemy.exc import DBAPIError
 
-from weave_core.dispatch.claim import HandlerRef, check_claim, claim, claim_txn, settle_expired
-from weave_core.dispatch.delivery import settle_txn
+from weave_core.dispatch.claim import check_claim, claim, settle_expired
 from weave_core.dispatch.errors import TaskNotFoundError
-from weave_core.dispatch.handoff import Handoff, handing_off
 from weave_core.dispatch.ledger import CapacityLedger, CapacityLocksNeeded, capacity_ledger
-from weave_core.dispatch.model import (
-    AttemptEnd,
-    ClaimedTask,
-    OwnerKind,
-    ReportOutcome,
-    TaskStatus,
-)
-from weave_core.dispatch.reports import (
-    Completion,
-    Report,
-    complete,
-    fence_attempt_txn,
-    settled_view,
-)
+from weave_core.dispatch.model import ClaimedTask, OwnerKind, ReportOutcome
+from weave_core.dispatch.reports import Report, complete
 from weave_core.engine import Engine
-from weave_core.foundation.exactjson import JSON
 from weave_core.foundation.faults import fault_point
 from weave_core.observability.metrics import CAPACITY_RERUNS, child
-from weave_core.runtime.consumer import ConsumeResult, consume_held_txn, consume_task_results
+from weave_core.runtime.consumer import ConsumeResult, consume_task_results
+from weave_core.runtime.lanes import Queued, Turn, lanes_of
 from weave_core.runtime.snapshot import lock_chain, lock_step_chain
-from weave_core.runtime.task_routes import remember_routes, take_route
+from weave_core.runtime.step_batch import run_batch
+from weave_core.runtime.step_settle import (
+    ClaimNext,
+    NotHere,
+    Reported,
+    StepDone,
+    settle_and_consume,
+)
+from weave_core.runtime.task_routes import take_route
 from weave_core.storage.deferred import DeferredWriteMismatch, deferring, deferring_now
 from weave_core.storage.locks import lock_activation, lock_task_fenced
-from weave_core.storage.retries import reruns_transaction
 from weave_core.storage.schema import weave_activations, weave_instances, weave_tasks
 from weave_core.storage.statements import appending
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class ClaimNext:
-    """The worker's request to be handed its next tasks in the same answer."""
-
-    worker_id: str
-    handlers: Sequence[HandlerRef]
-    max_tasks: int = 1
-
-
-@dataclass(frozen=True)
-class StepDone:
-    """What a complete did: the task afterwards, replay, the tasks handed out next, and
-    how the result was consumed (None: left PENDING for the tick, or not a workflow's)."""
-
-    completion: Completion
-    next_tasks: list[ClaimedTask] = field(default_factory=list)
-    consumed: ConsumeResult | None = None
-    one_transaction: bool = False
-
-
-class _Classic(Exception):
-    """Not the merged transaction's case: roll back and take the classic path."""
 
 
 def complete_step(
@@ -115,40 +82,82 @@ def complete_step(
     report.check(engine.limits)
     if claim_next is not None:  # refused before anything is recorded
         check_claim("q", claim_next.worker_id, claim_next.handlers, claim_next.max_tasks)
-    retryable = report.outcome == ReportOutcome.FAILED and report.error is not None \
-        and report.error.retryable
-    if not retryable:
-        for in_order in (False, True):
-            try:
-                done, queue, expired = engine.db.transaction(
-                    lambda conn, o=in_order: _step_txn(  # type: ignore[misc]
-                        conn, engine, namespace, task_id, attempt_id, report, actor,
-                        claim_next, in_order=o),
-                    name="step")
-            except CapacityLocksNeeded:
-                child(CAPACITY_RERUNS, "step").inc()
-                continue
-            except _Classic:
-                break
-            except DeferredWriteMismatch as exc:  # a queued write's row count refused
-                logger.info("step of task %s: %s; taking the classic path", task_id, exc)
-                break
-            except DBAPIError:  # a queued write's error, not one to re-run (Database re-ran
-                break  # those): the classic path sends each statement alone, as before
-            fault_point("step.after_commit")  # committed, the worker not yet answered
-            if expired:
-                settle_expired(engine.db, namespace, queue, expired, actor=actor,
-                               limits=engine.limits)
-            return done
-    return _classic(engine, namespace=namespace, task_id=task_id, attempt_id=attempt_id,
-                    report=report, actor=actor, claim_next=claim_next)
+    reported = Reported(namespace, task_id, attempt_id, report, actor, claim_next)
+    if report.outcome == ReportOutcome.FAILED and report.error is not None \
+            and report.error.retryable:
+        return _classic(engine, reported)
+    turn = Turn(reported)
+    try:
+        return _one(engine, turn)
+    except Queued:  # another report of the instance is being taken: wait for the next batch
+        pass
+    finally:
+        if turn.held is not None and turn.batch is None:
+            lanes_of(engine).leave(turn.held)
+    turn.ready.wait()
+    if turn.batch is not None:  # this report leads the batch of those that waited
+        try:
+            _run_batch(engine, turn.batch)
+        finally:
+            assert turn.held is not None
+            lanes_of(engine).leave(turn.held)
+    return turn.answer()
 
 
-def _classic(engine: Engine, *, namespace: str, task_id: str, attempt_id: str,
-             report: Report, actor: str, claim_next: ClaimNext | None) -> StepDone:
+def _run_batch(engine: Engine, batch: list[Turn]) -> None:
+    """Take the waiting reports in one transaction, else one by one; answer each (every
+    waiting thread is released, whatever happens here)."""
+    try:
+        if len(batch) == 1 or not run_batch(engine, batch):
+            for turn in batch:
+                try:
+                    turn.done = _one(engine, turn)
+                except Exception as exc:  # its own answer (an error response), in its thread
+                    turn.error = exc
+    except BaseException as exc:
+        for turn in batch:
+            if turn.done is None and turn.error is None:
+                turn.error = exc
+        raise
+    finally:
+        for turn in batch[1:]:
+            turn.ready.set()
+
+
+def _one(engine: Engine, turn: Turn) -> StepDone:
+    """One report: the one transaction (through its instance's lane), else the classic
+    path."""
+    reported = turn.reported
+    for in_order in (False, True):
+        try:
+            done, queue, expired = engine.db.transaction(
+                lambda conn, o=in_order: _step_txn(  # type: ignore[misc]
+                    conn, engine, turn, in_order=o),
+                name="step")
+        except CapacityLocksNeeded:
+            child(CAPACITY_RERUNS, "step").inc()
+            continue
+        except NotHere:
+            break
+        except DeferredWriteMismatch as exc:  # a queued write's row count refused
+            logger.info("step of task %s: %s; taking the classic path", reported.task_id, exc)
+            break
+        except DBAPIError:  # a queued write's error, not one to re-run (Database re-ran
+            break  # those): the classic path sends each statement alone, as before
+        fault_point("step.after_commit")  # committed, the worker not yet answered
+        if expired:
+            settle_expired(engine.db, reported.namespace, queue, expired,
+                           actor=reported.actor, limits=engine.limits)
+        return done
+    return _classic(engine, reported)
+
+
+def _classic(engine: Engine, reported: Reported) -> StepDone:
     """The report, the consumption and the claim as three transactions (every case)."""
-    done = complete(engine.db, namespace=namespace, task_id=task_id, attempt_id=attempt_id,
-                    report=report, actor=actor, limits=engine.limits)
+    namespace, task_id, claim_next = reported.namespace, reported.task_id, reported.claim_next
+    done = complete(engine.db, namespace=namespace, task_id=task_id,
+                    attempt_id=reported.attempt_id, report=reported.report,
+                    actor=reported.actor, limits=engine.limits)
     consumed = None
     if not done.replay and done.task.owner_kind == OwnerKind.WORKFLOW_ACTIVATION:
         consumed = _consume_at_once(engine, namespace, task_id)
@@ -156,7 +165,8 @@ def _classic(engine: Engine, *, namespace: str, task_id: str, attempt_id: str,
     if claim_next is not None:
         following = claim(engine.db, namespace=namespace, queue=done.task.queue,
                           worker_id=claim_next.worker_id, handlers=claim_next.handlers,
-                          max_tasks=claim_next.max_tasks, actor=actor, limits=engine.limits)
+                          max_tasks=claim_next.max_tasks, actor=reported.actor,
+                          limits=engine.limits)
     return StepDone(done, following, consumed)
 
 
@@ -188,56 +198,50 @@ _PEEK = (
 )
 
 
-def _outcome(report: Report) -> tuple[TaskStatus, AttemptEnd, JSON, JSON]:
-    if report.outcome == ReportOutcome.SUCCEEDED:
-        return TaskStatus.SUCCEEDED, AttemptEnd.SUCCEEDED, report.output, None
-    error = None if report.error is None else report.error.to_json()
-    if report.outcome == ReportOutcome.CANCELLED:
-        return TaskStatus.CANCELLED, AttemptEnd.CANCELLED, None, error
-    return TaskStatus.FAILED, AttemptEnd.FAILED, None, error
-
-
 def _step_txn(
-    conn: Connection, engine: Engine, namespace: str, task_id: str, attempt_id: str,
-    report: Report, actor: str, claim_next: ClaimNext | None, *, in_order: bool,
+    conn: Connection, engine: Engine, turn: Turn, *, in_order: bool,
 ) -> tuple[StepDone, str, list[Row[Any]]]:
-    peek: Any = take_route(engine, task_id)
-    if peek is None or peek.namespace != namespace:
-        peek = conn.execute(_PEEK, {"task_id": task_id, "ns": namespace}).one_or_none()
+    reported = turn.reported
+    namespace, task_id = reported.namespace, reported.task_id
+    peek: Any = turn.peek  # known when it waited in its instance's lane
+    if peek is None:
+        peek = take_route(engine, task_id)
+        if peek is None or peek.namespace != namespace:
+            peek = conn.execute(_PEEK, {"task_id": task_id, "ns": namespace}).one_or_none()
     if peek is None:
         raise TaskNotFoundError(f"task {task_id!r} not found", details={"task_id": task_id})
     if (peek.owner_kind != OwnerKind.WORKFLOW_ACTIVATION.value or peek.instance_id is None
             or peek.act_namespace != namespace or peek.inst_namespace != namespace):
-        raise _Classic
+        raise NotHere
+    if engine.db.dialect == "mysql":  # reports of one instance meet here, not at its lock
+        lanes_of(engine).enter(peek.instance_id, turn, peek)
     # The closing writes are queued and sent as few round trips (weave_core.storage.deferred);
     # the status events go with them (appending ends inside deferring). A queued write
     # refused or failing, here or with the COMMIT, takes the classic path (complete_step).
     with deferring(conn), appending(conn):
         if in_order:
-            done = _locked_step(conn, engine, peek, None, namespace, task_id,
-                                attempt_id, report, actor, claim_next)
+            done = _locked_step(conn, engine, peek, None, reported)
         else:
             with capacity_ledger(conn, namespace) as ledger:
-                done = _locked_step(conn, engine, peek, ledger, namespace, task_id,
-                                    attempt_id, report, actor, claim_next)
+                done = _locked_step(conn, engine, peek, ledger, reported)
     fault_point("step.before_commit")  # no COMMIT; the last queued writes go with it
     return done
 
 
 def _locked_step(
     conn: Connection, engine: Engine, peek: Any, ledger: CapacityLedger | None,
-    namespace: str, task_id: str, attempt_id: str, report: Report, actor: str,
-    claim_next: ClaimNext | None,
+    reported: Reported,
 ) -> tuple[StepDone, str, list[Row[Any]]]:
     # Database time comes with the task lock, computed after the instance lock (SYSDATE,
     # also in the one-statement chain, where it is the last part): every earlier change of
     # this instance has committed, so the times of its history, tasks and steps keep
     # their order (no clamp to read).
+    namespace, task_id, attempt_id = reported.namespace, reported.task_id, reported.attempt_id
     if ledger is not None and deferring_now(conn):  # MariaDB: one round trip for all
         chain = lock_step_chain(conn, namespace, peek, task_id=task_id, attempt_id=attempt_id,
                                 now_columns=engine.db.now_columns)
         if chain is None:
-            raise _Classic
+            raise NotHere
         li, act, task = chain
     else:
         instance = SimpleNamespace(namespace=peek.inst_namespace, queues=peek.queues,
@@ -245,63 +249,18 @@ def _locked_step(
         found = lock_chain(conn, namespace, peek.instance_id, peeked=instance,
                            capacity=ledger is None, task_queue=peek.queue)
         if found is None:
-            raise _Classic
+            raise NotHere
         li = found
         act = lock_activation(conn, peek.owner_id)
         task = lock_task_fenced(conn, task_id, attempt_id, engine.db.now_columns)
-    if task is None or task.namespace != namespace or task.owner_id != peek.owner_id:
-        raise _Classic  # not the task the route named: the classic path answers
+    if task is None:
+        raise NotHere  # no such task (or attempt): the classic path answers
     now = engine.db.now_of(task)
-    if task.attempt_found is None:
-        fence_attempt_txn(conn, task_id, attempt_id)  # raises attempt_not_found
-    if (task.attempt_report_hash is not None or task.status != TaskStatus.RUNNING
-            or task.current_attempt_id != attempt_id or task.attempt_finished_at is not None
-            or (task.timeout_at is not None and task.timeout_at <= now)):
-        raise _Classic  # replay, conflict, superseded, expired: reports' own answers
-    fault_point("report.before_settle")
-    status, end, result, error = _outcome(report)
-    delivered: list[dict[str, Any]] = []
-    revision = settle_txn(conn, task, now=now, status=status, actor=actor, attempt_end=end,
-                          report_hash=report.content_hash(), result=result, error=error,
-                          limits=engine.limits, owner=act, delivered=delivered)
-    keys = [] if claim_next is None else [h.key for h in claim_next.handlers]
-    handoff = Handoff(namespace, str(task.queue), "" if claim_next is None
-                      else claim_next.worker_id, frozenset(keys),
-                      0 if claim_next is None else claim_next.max_tasks)
-    with handing_off(conn, handoff):  # a successor the worker serves starts at once
-        consumed = _consume(conn, engine, li, act, task, revision, delivered[0], now)
-    following = list(handoff.claimed)  # their reports find their chains without a read:
-    remember_routes(engine, handoff, li.instance_id, li.queues, li.status.value)
-    expired: list[Row[Any]] = []
-    if claim_next is not None and len(following) < claim_next.max_tasks:
-        more, expired = claim_txn(
-            conn, namespace=namespace, queue=task.queue, worker_id=claim_next.worker_id,
-            handler_keys=keys, max_tasks=claim_next.max_tasks - len(following), now=now)
-        following += more
+    done, expired = settle_and_consume(conn, engine, li, act, task, now, reported,
+                                       peek.owner_id)
     if ledger is not None:
         ledger.apply(conn, now)
-    completion = Completion(settled_view(task, status, revision, result, error, now))
-    return StepDone(completion, following, consumed, True), str(task.queue), expired
-
-
-def _consume(conn: Connection, engine: Engine, li: Any, act: Any, task: Row[Any],
-             revision: int, inbox: dict[str, Any], now: Any) -> ConsumeResult:
-    """Consume the row just written. A failure (not a re-run) takes the classic path: the
-    report commits alone and the row is consumed, or deferred, as it always was."""
-    row = SimpleNamespace(**inbox)
-    held = SimpleNamespace(namespace=task.namespace, queue=task.queue, owner_id=task.owner_id,
-                           gate_id=task.gate_id, revision=revision, attempt_task_id=task.task_id)
-    try:
-        return consume_held_txn(conn, engine, li, act, row, now, held_task=held,
-                                after_lock=True)
-    except (CapacityLocksNeeded, _Classic):
-        raise
-    except Exception as exc:
-        if reruns_transaction(exc):
-            raise
-        logger.info("consuming inbox row %s in the step transaction failed (%s); taking "
-                    "the classic path", row.id, exc)
-        raise _Classic from exc
+    return done, str(task.queue), expired
 
 
 __all__ = ["ClaimNext", "StepDone", "complete_step"]

@@ -38,7 +38,11 @@ functions issue plain SELECTs, which is safe because every write transaction the
 with ``BEGIN IMMEDIATE`` and so holds the database write lock already.
 """
 
-from weave_core.storage.locks.at_once import lock_admission_at_once, lock_chain_at_once
+from weave_core.storage.locks.at_once import (
+    lock_admission_at_once,
+    lock_chain_at_once,
+    lock_chain_of_tasks_at_once,
+)
 from weave_core.storage.locks.chain import (
     lock_gate,
     lock_gates,
@@ -92,6 +96,7 @@ __all__ = [
     "lock_activations",
     "lock_admission_at_once",
     "lock_chain_at_once",
+    "lock_chain_of_tasks_at_once",
     "lock_claimable_tasks",
     "lock_gate",
     "lock_gate_tasks",

@@ -1,4 +1,5 @@
-"""A step transaction's six locks sent in one round trip, in the lock order."""
+"""A step transaction's locks sent in one round trip, in the lock order (one task, or several
+tasks of one instance)."""
 
 from __future__ import annotations
 
@@ -170,6 +171,22 @@ def lock_chain_at_once(
     narrow column lists of ``namespace``, ``instance``, ``gate`` and ``steps``. Returns
     the rows (None where missing; the steps as a list); MariaDB/MySQL only.
     """
+    ns, instance, gate, steps, acts, tasks = lock_chain_of_tasks_at_once(
+        conn, namespace=namespace, instance_id=instance_id,
+        tasks=[(activation_id, task_id, attempt_id)], now_columns=now_columns,
+        columns=columns)
+    return ns, instance, gate, steps, acts[0], tasks[0]
+
+
+def lock_chain_of_tasks_at_once(
+    conn: Connection, *, namespace: str, instance_id: str,
+    tasks: Sequence[tuple[str, str, str]], now_columns: Sequence[sa.ColumnElement[Any]],
+    columns: Mapping[str, tuple[str, ...]],
+) -> tuple[Any, Any, Any, list[Any], list[Any], list[Any]]:
+    """:func:`lock_chain_at_once` for several tasks of one instance (``tasks``: activation,
+    task and attempt ids): the chain once, then every owning activation in id order, then
+    every task in id order (level 6 throughout), in one round trip. Returns the activation
+    and task rows in the order of ``tasks`` (None where missing)."""
     ns_t, in_t, g_t, st_t = weave_namespaces, weave_instances, weave_execution_gates, weave_steps
     a_t = weave_activations
 
@@ -179,7 +196,7 @@ def lock_chain_at_once(
     gate_of_instance = sa.select(in_t.c.gate_id).where(
         in_t.c.instance_id == sa.bindparam("w_instance_id")).scalar_subquery()
     on_instance = {"w_instance_id": instance_id}
-    reads = (
+    reads: list[tuple[_Prebuilt, dict[str, Any]]] = [
         (_prebuilt(conn, ("chain.namespace", columns["namespace"]), LockLevel.IDENTITY, ns_t,
                    True, lambda: narrow(ns_t, "namespace").where(
                        ns_t.c.name == sa.bindparam("w_name"))), {"w_name": namespace}),
@@ -193,20 +210,26 @@ def lock_chain_at_once(
                    lambda: narrow(st_t, "steps").where(
                        st_t.c.instance_id == sa.bindparam("w_instance_id")).order_by(
                        st_t.c.step_id)), on_instance),
-        (_prebuilt(conn, ("chain.activation",), LockLevel.RECORDS, a_t, False,
-                   lambda: sa.select(a_t).where(a_t.c.activation_id == sa.bindparam("w_id"))),
-         {"w_id": activation_id}),
-        (_prebuilt(conn, ("chain.task",), LockLevel.RECORDS, weave_tasks, False,
-                   lambda: _task_fenced_select(now_columns)),
-         {"task": task_id, "attempt": attempt_id}),
-    )
+    ]
+    activation = _prebuilt(conn, ("chain.activation",), LockLevel.RECORDS, a_t, False,
+                           lambda: sa.select(a_t).where(
+                               a_t.c.activation_id == sa.bindparam("w_id")))
+    task = _prebuilt(conn, ("chain.task",), LockLevel.RECORDS, weave_tasks, False,
+                     lambda: _task_fenced_select(now_columns))
+    activation_ids = sorted({act for act, _, _ in tasks})
+    by_task = sorted({(task_id, attempt_id) for _, task_id, attempt_id in tasks})
+    reads += [(activation, {"w_id": act}) for act in activation_ids]
+    reads += [(task, {"task": task_id, "attempt": attempt_id}) for task_id, attempt_id in by_task]
     rows = _send(conn, reads)
-    ns, instance, gate, steps, activation, task = rows
+    ns, instance, gate, steps = rows[:4]
     steps = sorted(steps, key=lambda step: str(step.step_id))  # a union part's ORDER BY
     # may be dropped by the server; the locks are taken in its index order all the same
-    for one in (ns, instance, gate, activation, task):
+    for one in (ns, instance, gate, *rows[4:]):
         if len(one) > 1:
             raise ValueError("a keyed lock of the step chain matched several rows")
     first = [one[0] if one else None for one in (ns, instance, gate)]
-    return (first[0], first[1], first[2], steps, activation[0] if activation else None,
-            task[0] if task else None)
+    acts = dict(zip(activation_ids, rows[4:4 + len(activation_ids)], strict=True))
+    found = dict(zip(by_task, rows[4 + len(activation_ids):], strict=True))
+    return (first[0], first[1], first[2], steps,
+            [acts[act][0] if acts[act] else None for act, _, _ in tasks],
+            [found[(t, a)][0] if found[(t, a)] else None for _, t, a in tasks])
