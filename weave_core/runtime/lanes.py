@@ -90,14 +90,16 @@ class Lanes:
         """The lane's batch is done: the reports that waited become the next batch, led by
         the first of them, or the lane is free."""
         with self._lock:
-            lane = self._busy[instance_id]
+            lane = self._busy.get(instance_id)
+            if lane is None:
+                return
             batch, lane.waiting = lane.waiting, []
             if not batch:
                 del self._busy[instance_id]
                 return
             lane.members = batch
-        batch[0].held = instance_id
-        batch[0].batch = batch
+            batch[0].batch = batch  # before ``held``: its thread reads them in this order
+            batch[0].held = instance_id
         batch[0].ready.set()
 
 

@@ -28,6 +28,11 @@ too: the settled task commits alone and the inbox row is consumed, or left PENDI
 tick, exactly as when the report and the consumption were two transactions. A reservation
 the ledger cannot net, or a capacity row another transaction holds, re-runs the whole
 transaction with the capacity locks taken in order.
+
+Reports of one instance that reach this process while a step of that instance runs (a
+fan-out's branches) wait in the instance's lane (``lanes``) instead of on its row lock,
+and are then taken together in one transaction (``step_batch``), or one by one when they
+cannot be.
 """
 
 from __future__ import annotations
