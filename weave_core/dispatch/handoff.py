@@ -17,10 +17,11 @@ runs as usual (older tasks of the queue are not starved: they are next in the cl
 for every other claimer).
 
 A start (or any transaction that creates tasks) may take a claimer that waits in this
-process's long poll (``wakeup``) the same way: :func:`parked_claimer` reserves it — a
-reserved claimer does not claim — the transaction starts the tasks it serves for it, and
-after the COMMIT they are its answer; a transaction that rolls back, or hands nothing,
-releases it to claim as usual. A claimer that went away meanwhile (its client
+process's long poll (``wakeup``) the same way: under :func:`parked_claimer`, the first
+task the transaction creates that a parked claimer serves reserves that claimer — a
+reserved claimer does not claim — the tasks that fit start for it, and after the COMMIT
+they are its answer; a transaction that rolls back, or hands nothing, releases it to
+claim as usual. A claimer that went away meanwhile (its client
 disconnected) leaves its tasks to their lease, like an answer lost on the way.
 """
 
