@@ -29,7 +29,7 @@ from weave_core.dispatch import HandlerRef, Report, ReportOutcome
 from weave_core.dispatch.errors import AttemptNotFoundError
 from weave_core.dispatch.model import ClaimedTask
 from weave_core.engine import Engine
-from weave_core.runtime.lanes import Turn, lanes_of
+from weave_core.runtime.lanes import MAX_BATCH, Lanes, Queued, Turn, lanes_of
 from weave_core.runtime.step import ClaimNext, StepDone, complete_step
 from weave_core.runtime.step_settle import Reported
 from weave_core.storage.locks import lock_chain_of_tasks_at_once, observing_locks
@@ -202,3 +202,26 @@ def test_one_report_sent_twice_in_a_batch_is_recorded_once(engine: Engine) -> No
     (after,) = [t for d in done for t in d.next_tasks] or work(engine, ns, handlers=["after"])
     report(engine, ns, after, {})
     assert instance(engine, wid).status == "SUCCEEDED"
+
+
+def test_a_lane_hands_on_batches_of_at_most_max_batch_reports() -> None:
+    lanes = Lanes()
+    leader = Turn(Reported("ns", "t0", "a0", Report(ReportOutcome.SUCCEEDED), "w", None))
+    lanes.enter("wf", leader, None)  # the lane was free: it leads
+    waiting = [Turn(Reported("ns", f"t{i}", f"a{i}", Report(ReportOutcome.SUCCEEDED), "w",
+                             None)) for i in range(1, MAX_BATCH + 9)]
+    for turn in waiting:
+        with pytest.raises(Queued):
+            lanes.enter("wf", turn, None)
+    assert lanes.waiting("wf") == MAX_BATCH + 8
+    lanes.leave("wf")  # the leader is done: the first MAX_BATCH go, led by the first
+    first = waiting[0]
+    assert first.ready.is_set() and first.held == "wf" and first.batch == waiting[:MAX_BATCH]
+    assert lanes.waiting("wf") == 8
+    lanes.enter("wf", waiting[5], None)  # a member of the batch that holds the lane goes on
+    lanes.leave("wf")
+    assert waiting[MAX_BATCH].batch == waiting[MAX_BATCH:]
+    lanes.leave("wf")  # nobody waits: the lane is free again
+    newcomer = Turn(Reported("ns", "tx", "ax", Report(ReportOutcome.SUCCEEDED), "w", None))
+    lanes.enter("wf", newcomer, None)
+    assert newcomer.held == "wf"

@@ -9,17 +9,23 @@ the row lock, and when it is done the first of them takes them all in one transa
 (``step_batch``), then hands the lane to whoever arrived in the meantime. A batch that
 cannot run as one transaction runs its reports one by one, each with its own outcome; what
 one report answers never depends on the others' (each is settled, consumed and answered as
-if alone). Reports reaching other engine processes meet at the row lock, as before.
+if alone). Reports reaching other engine processes meet at the row lock, as before. A
+waiting report holds its request's thread (``weave_http.threads``) for the few
+milliseconds until its batch is done; a batch takes at most :data:`MAX_BATCH` reports, the
+rest wait for the next one.
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any
+from typing import Any, Final
 
 from weave_core.engine import Engine
 from weave_core.runtime.step_settle import Reported, StepDone
+
+MAX_BATCH: Final = 32
+"""The most reports one batch takes (its locking read: at most 4 + 2 * 32 parts)."""
 
 
 class Queued(Exception):
@@ -93,7 +99,7 @@ class Lanes:
             lane = self._busy.get(instance_id)
             if lane is None:
                 return
-            batch, lane.waiting = lane.waiting, []
+            batch, lane.waiting = lane.waiting[:MAX_BATCH], lane.waiting[MAX_BATCH:]
             if not batch:
                 del self._busy[instance_id]
                 return
@@ -115,4 +121,4 @@ def lanes_of(engine: Engine) -> Lanes:
         return lanes
 
 
-__all__ = ["Lanes", "Queued", "Turn", "lanes_of"]
+__all__ = ["MAX_BATCH", "Lanes", "Queued", "Turn", "lanes_of"]
