@@ -44,8 +44,8 @@ _hubs_lock = threading.Lock()
 
 class _Waiter:
     """One long-polling claimer. ``parked``: it waits, it does not claim, so a transaction
-    of this process may *reserve* it (``reserve``) and hand it the tasks it creates
-    (``hand``, after the commit; ``release`` when nothing was handed)."""
+    of this process may *reserve* it (``reserve``) and, after its commit, hand it the
+    tasks it started for it (``hand``; with none, the claimer claims as usual)."""
 
     __slots__ = ("event", "handed", "handler_keys", "key", "loop", "max_tasks", "parked",
                  "reserved", "worker_id")
