@@ -145,9 +145,6 @@ class OutcomeHub:
                 waiter.committed = answer
                 waiter.wake()
 
-    def waiting(self) -> bool:
-        return bool(self._waiters)
-
     @contextmanager
     def watching(self, key: Key) -> Iterator[Waiter]:
         """A waiter woken whenever ``key`` is notified, for the block (register first, then
@@ -187,12 +184,12 @@ def note_done_txn(conn: Connection, namespace: str, instance_id: str,
     """Inside a transaction: wake this instance's result waiters once it commits; with
     ``outcome`` (every column of the answer, as this transaction leaves them) they answer
     with it instead of reading the row again."""
-    if outcome is None:
+    hub = _hubs.get(conn.engine)
+    if outcome is None or hub is None:  # no hub: nobody has waited in this process yet
         note(conn, _CHANNEL, (namespace, instance_id))
         return
-    hub = _hubs.get(conn.engine)
-    if hub is not None and hub.waiting():
-        later(conn, partial(hub.settled, (namespace, instance_id), outcome))
+    # whoever waits at the commit (a waiter may come during the transaction) gets it
+    later(conn, partial(hub.settled, (namespace, instance_id), outcome))
 
 
 async def wait_outcome(db: Database, namespace: str, instance_id: str,
