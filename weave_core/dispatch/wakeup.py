@@ -29,6 +29,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from weave_core.foundation.aftercommit import note, subscribe
+from weave_core.foundation.per_process import LoopWaiter
 from weave_core.storage.db import Database
 from weave_core.storage.schema import weave_tasks
 
@@ -42,18 +43,17 @@ _hubs: weakref.WeakKeyDictionary[Engine, WakeupHub] = weakref.WeakKeyDictionary(
 _hubs_lock = threading.Lock()
 
 
-class _Waiter:
+class _Waiter(LoopWaiter):
     """One long-polling claimer. ``parked``: it waits, it does not claim, so a transaction
     of this process may *reserve* it (``reserve``) and, after its commit, hand it the
     tasks it started for it (``hand``; with none, the claimer claims as usual)."""
 
-    __slots__ = ("event", "handed", "handler_keys", "key", "loop", "max_tasks", "parked",
-                 "reserved", "worker_id")
+    __slots__ = ("handed", "handler_keys", "key", "max_tasks", "parked", "reserved",
+                 "worker_id")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, key: Key, handler_keys: frozenset[str],
-                 worker_id: str, max_tasks: int) -> None:
-        self.loop = loop
-        self.event = asyncio.Event()
+    def __init__(self, key: Key, handler_keys: frozenset[str], worker_id: str,
+                 max_tasks: int) -> None:
+        super().__init__()
         self.key = key
         self.handler_keys = handler_keys
         self.worker_id = worker_id
@@ -62,12 +62,6 @@ class _Waiter:
         self.reserved = False
         self.handed: list[Any] | None = None
         """The tasks a committed transaction started for this claimer."""
-
-    def wake(self) -> None:
-        try:
-            self.loop.call_soon_threadsafe(self.event.set)
-        except RuntimeError:  # the loop closed: nobody waits any more
-            pass
 
 
 class WakeupHub:
@@ -114,7 +108,7 @@ class WakeupHub:
         (which would otherwise cost it the watcher's next probe, up to a second). With
         ``max_tasks``, a transaction may hand it up to that many tasks while it is parked."""
         loop = asyncio.get_running_loop()
-        waiter = _Waiter(loop, key, frozenset(handler_keys), worker_id, max_tasks)
+        waiter = _Waiter(key, frozenset(handler_keys), worker_id, max_tasks)
         with self._lock:
             self._waiters.setdefault(key, set()).add(waiter)
             watcher = self._watchers.get(key)

@@ -18,10 +18,10 @@ rest wait for the next one.
 from __future__ import annotations
 
 import threading
-import weakref
 from typing import Any, Final
 
 from weave_core.engine import Engine
+from weave_core.foundation.per_process import PerEngine
 from weave_core.runtime.step_settle import Reported, StepDone
 
 MAX_BATCH: Final = 32
@@ -109,16 +109,11 @@ class Lanes:
         batch[0].ready.set()
 
 
-_lanes: weakref.WeakKeyDictionary[Any, Lanes] = weakref.WeakKeyDictionary()
-_lanes_lock = threading.Lock()
+_lanes: PerEngine[Lanes] = PerEngine(Lanes)
 
 
 def lanes_of(engine: Engine) -> Lanes:
-    with _lanes_lock:
-        lanes = _lanes.get(engine.db.engine)
-        if lanes is None:
-            lanes = _lanes[engine.db.engine] = Lanes()
-        return lanes
+    return _lanes.of(engine.db.engine)
 
 
 __all__ = ["MAX_BATCH", "Lanes", "Queued", "Turn", "lanes_of"]

@@ -39,6 +39,7 @@ from sqlalchemy.engine import Connection, Engine
 from weave_core.foundation.aftercommit import later, note, subscribe
 from weave_core.foundation.errors import NotFoundError
 from weave_core.foundation.exactjson import JSON
+from weave_core.foundation.per_process import LoopWaiter
 from weave_core.observability.metrics import LONG_POLL_WAITERS
 from weave_core.runtime.instances import InstanceStatus, load_json
 from weave_core.storage.db import Database
@@ -93,22 +94,15 @@ def read_outcome(db: Database, namespace: str, instance_id: str) -> Outcome:
                    row.settled_at, row.updated_at)
 
 
-class Waiter:
-    """One waiting request: woken through its loop; ``committed`` is the outcome a commit
-    handed over with the wake-up (None: read the row)."""
+class Waiter(LoopWaiter):
+    """One waiting request; ``committed`` is the outcome a commit handed over with the
+    wake-up (None: read the row)."""
 
-    __slots__ = ("committed", "event", "loop")
+    __slots__ = ("committed",)
 
     def __init__(self) -> None:
-        self.loop = asyncio.get_running_loop()
-        self.event = asyncio.Event()
+        super().__init__()
         self.committed: Outcome | None = None
-
-    def wake(self) -> None:
-        try:
-            self.loop.call_soon_threadsafe(self.event.set)
-        except RuntimeError:  # the loop closed: nobody waits any more
-            pass
 
 
 class OutcomeHub:

@@ -30,7 +30,6 @@ from weave_core.runtime.instances import (
 )
 from weave_core.runtime.outcomes import DONE, Outcome, note_done_txn
 from weave_core.storage.locks import (
-    lock_chain_at_once,
     lock_chain_of_tasks_at_once,
     lock_gate,
     lock_gates,
@@ -174,7 +173,6 @@ class LockedInstance:
         if into is None:
             changes.write(conn)
 
-
     def _committed_outcome(self, revision: int,
                            now: datetime) -> Callable[[], Outcome] | None:
         """The result waiters' answer once this flush commits, when the changes hold all of
@@ -289,13 +287,10 @@ def lock_step_chain(
     activation ``peek.owner_id`` and the task with its fencing columns and database time.
     No quota or queue level: the caller runs under a ``CapacityLedger``. None when the
     instance, its namespace or the activation is not what the route named."""
-    ns, row, gate, steps, act, task = lock_chain_at_once(
-        conn, namespace=namespace, instance_id=peek.instance_id, activation_id=peek.owner_id,
-        task_id=task_id, attempt_id=attempt_id, now_columns=now_columns,
-        columns=_CHAIN_COLUMNS)
-    if ns is None or row is None or row.namespace != namespace or act is None:
-        return None
-    return _locked(row, gate, ns, tuple(exactjson.loads_stored(peek.queues)), steps), act, task
+    found = lock_step_chain_of_tasks(conn, namespace, peek,
+                                     [(peek.owner_id, task_id, attempt_id)],
+                                     now_columns=now_columns)
+    return None if found is None else (found[0], found[1][0], found[2][0])
 
 
 def lock_step_chain_of_tasks(

@@ -73,7 +73,7 @@ def settle_and_consume(
     consume its inbox row, hand the worker the successors it serves and — with ``fill`` —
     claim due tasks for the room left. Returns what the route answers and the expired tasks
     the claim passed over (settled after the commit)."""
-    if task is None or task.namespace != reported.namespace or task.owner_id != owner_id:
+    if task.namespace != reported.namespace or task.owner_id != owner_id:
         raise NotHere  # not the task the route named: the classic path answers
     if task.attempt_found is None:
         fence_attempt_txn(conn, reported.task_id, reported.attempt_id)  # attempt_not_found

@@ -11,15 +11,14 @@ process; a miss, or a report that reaches another engine process, reads.
 from __future__ import annotations
 
 import threading
-import weakref
 from collections import OrderedDict
 from types import SimpleNamespace
-from typing import Any
 
 from weave_core.dispatch.handoff import Handoff
 from weave_core.dispatch.model import OwnerKind
 from weave_core.engine import Engine
 from weave_core.foundation import exactjson
+from weave_core.foundation.per_process import PerEngine
 
 
 class _Routes:
@@ -40,16 +39,11 @@ class _Routes:
             return self._items.pop(task_id, None)
 
 
-_routes: weakref.WeakKeyDictionary[Any, _Routes] = weakref.WeakKeyDictionary()
-_routes_lock = threading.Lock()
+_routes: PerEngine[_Routes] = PerEngine(_Routes)
 
 
 def _routes_of(engine: Engine) -> _Routes:
-    with _routes_lock:
-        routes = _routes.get(engine.db.engine)
-        if routes is None:
-            routes = _routes[engine.db.engine] = _Routes()
-        return routes
+    return _routes.of(engine.db.engine)
 
 
 def remember_routes(engine: Engine, handoff: Handoff, instance_id: str,
