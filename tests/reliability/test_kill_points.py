@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,7 +87,9 @@ Drive = Callable[[Client, list[str]], None] | None
 CASES: dict[str, tuple[dict[str, Any], int, Drive, tuple[int, int]]] = {
     # point: (definition, steps per instance, what clients do, kill at hit (short, long));
     # the first claim is the only one the claim route answers with tasks when workers
-    # get their next tasks with their reports, and the first timers due are one batch
+    # get their next tasks with their reports (and its instances are started before the
+    # worker: a start hands its first task to a parked long poll without a claim
+    # transaction), and the first timers due are one batch
     "claim.after_commit": (SEQ, 3, None, (1, 1)),
     "advance.in_savepoint": (FAN, 5, None, (2, 12)),
     "step.before_commit": (SEQ, 3, None, (2, 12)),
@@ -107,8 +110,13 @@ def _kill_run(engines: Engines, db: Database, point: str, *, instances: int, lon
     base = engines.url(port)
     client = tenant.client(base)
     retrying(lambda: client.publish(definition))
-    with engines.restarting(port) as deaths, sdk_worker(tenant, base, {"echo": _echo}):
+    early = point == "claim.after_commit"  # its tasks wait for the worker's first claim
+    with engines.restarting(port) as deaths, ExitStack() as worker:
+        if not early:
+            worker.enter_context(sdk_worker(tenant, base, {"echo": _echo}))
         ids = _start_all(client, definition["definition_id"], instances)
+        if early:
+            worker.enter_context(sdk_worker(tenant, base, {"echo": _echo}))
         if drive is not None:
             drive(client, ids)
         wait_until(lambda: bool(deaths), f"the engine never reached {point}")

@@ -120,7 +120,7 @@ def test_a_start_hands_its_first_task_to_the_parked_claimer(
         wid = start(engine, ns, "seq", {}).instance.instance_id
     assert answer.tasks is not None and len(answer.tasks) == 1, answer.tasks
     assert answer.seconds < 5
-    assert claims == [1]  # the claim that found nothing; the task came with the start
+    assert claims == []  # its first look was one read; the task came with the start
     (first,) = tasks_of(engine, wid)
     assert (first.task_id, first.status) == (answer.tasks[0].task_id, "RUNNING")
     (attempt,) = rows(engine, weave_task_attempts,
@@ -163,12 +163,36 @@ def test_a_reserved_claimer_waits_for_the_hand_off_and_claims_when_released(
         wid = start(engine, ns, "seq", {}).instance.instance_id  # cannot take it: reserved
         time.sleep(0.2)
         assert [t.status for t in tasks_of(engine, wid)] == ["PENDING"]
-        assert answer.tasks is None and claims == [1]  # woken, but held: no claim
+        assert answer.tasks is None and claims == []  # woken, but held: no claim
         assert hub.hand(waiter, [])  # nothing handed: it claims as usual
     assert answer.tasks is not None and len(answer.tasks) == 1
-    assert claims == [1, 1]
+    assert claims == [1]
     assert [t.status for t in tasks_of(engine, wid)] == ["RUNNING"]
     _finish(engine, ns, wid, answer.tasks)
+
+
+def test_the_first_look_is_one_read_and_a_pending_task_is_claimed_at_once(
+    engine: Engine, claims: list[int]
+) -> None:
+    """A long poll on an empty queue parks after one read, without a claim transaction
+    (the probe, ``WakeupHub.pending``); a queue with a task pending is claimed at once."""
+    ns = _namespace(engine, definition("seq", [task("a")]))
+    hub = hub_for(engine.db)
+    assert hub.pending((ns, "q"), ["a@1"]) is False
+    with parked(engine, ns, ["a"], wait=0.3) as empty:
+        pass
+    assert empty.tasks == [] and empty.seconds >= 0.3
+    assert claims == []  # one read, then it waited until its time ran out
+    wid = start(engine, ns, "seq", {}).instance.instance_id  # nobody waits: PENDING
+    assert hub.pending((ns, "q"), ["a@1"]) is True
+    assert hub.pending((ns, "q"), ["b@1"]) is False  # another handler's claim finds none
+    claims.clear()
+    began = time.monotonic()
+    handed = asyncio.run(claim_wait(engine.db, namespace=ns, queue="q", worker_id="w",
+                                    handlers=[HandlerRef("a", "1")], wait_seconds=10))
+    assert time.monotonic() - began < 5 and claims == [1]
+    assert [t.task_id for t in handed] == [t.task_id for t in tasks_of(engine, wid)]
+    _finish(engine, ns, wid, handed)
 
 
 def test_a_wait_that_runs_out_while_reserved_ends_when_released(engine: Engine) -> None:

@@ -200,13 +200,24 @@ async def claim_wait(
     hub = hub_for(db)
     keys = [h.key for h in handlers]
     expired = False
+    probe = wait_seconds > 0 and not hub.draining
     with hub.listening((namespace, queue), keys, worker_id, max_tasks) as waiter, \
             LONG_POLL_WAITERS.labels("claim").track_inprogress():  # listen before claiming
         while True:
             waiter.event.clear()
             if waiter.handed is not None:  # a transaction of this process started them
                 return waiter.handed
-            if hub.unpark(waiter):  # else one holds it reserved: wait for its hand-off
+            look = True
+            if probe:
+                # The first look is one cheap read, parked meanwhile: a start committing
+                # now hands its task over instead of racing a claim transaction that finds
+                # nothing (S1: the worker's next poll comes with the client's next start).
+                probe = False
+                hub.park(waiter)
+                look = await asyncio.to_thread(hub.pending, (namespace, queue), keys)
+            # Not looking: wait parked. Else claim, unless a transaction holds the claimer
+            # reserved: then wait for its hand-off.
+            if look and hub.unpark(waiter):
                 if expired:
                     return []
                 tasks = await asyncio.to_thread(
