@@ -38,6 +38,7 @@ from weave_http.models import (
     json_response,
 )
 from weave_http.routes import ApiRoute, Context, QueryParam
+from weave_http.threads import in_thread
 
 WORKFLOWS = "/v1/namespaces/{ns}/workflows"
 WORKFLOW = WORKFLOWS + "/{workflow_id}"
@@ -98,8 +99,8 @@ async def start(request: Request, ctx: Context) -> Response:
     body = validate_model(StartWorkflowRequest, await read_json(request, engine.limits))
     start_request = StartRequest(body.definition_id, body.version, body.input,
                                  body.idempotency_key, body.operation_type)
-    result = await run_in_threadpool(start_workflow, engine, namespace, start_request,
-                                     actor=principal.actor)
+    result = await in_thread(lambda: start_workflow(engine, namespace, start_request,
+                                                    actor=principal.actor))
     return json_response(WorkflowModel(**result.instance.to_json()),
                          201 if result.created else 200)
 
