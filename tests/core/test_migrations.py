@@ -309,3 +309,23 @@ def test_release_shards_are_made_for_existing_counters_and_folded_back_on_downgr
             "(SELECT outstanding FROM weave_queues)")).one()
     assert tuple(counts) == (2, 1)
     assert "weave_capacity_releases" not in _tables(empty_db)
+
+
+def test_the_inbox_sequence_starts_above_every_id_already_given(empty_mysql_url: str) -> None:
+    """0009 on a database with inbox rows: the blocks the engine takes begin after them."""
+    upgrade(empty_mysql_url, "0008_release_shards")
+    engine = sa.create_engine(empty_mysql_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.text(
+                "INSERT INTO weave_inbox (id, namespace, event_id, event_type, source_task_id, "
+                "source_activation_id, source_revision, snapshot, state, available_at, "
+                "row_version, created_at) VALUES (7000, 'n', 'e', 'task.succeeded', 't', 'a', "
+                "1, '{}', 'PROCESSED', NOW(6), 1, NOW(6))"))
+        upgrade(empty_mysql_url)
+        with engine.begin() as conn:
+            blocks = [conn.execute(sa.text("SELECT NEXTVAL(weave_inbox_ids)")).scalar_one()
+                      for _ in range(2)]
+        assert blocks == [7001, 7101]
+    finally:
+        engine.dispose()

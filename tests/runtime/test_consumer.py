@@ -33,6 +33,7 @@ from weave_core.foundation import exactjson
 from weave_core.foundation.faults import armed
 from weave_core.runtime import consume
 from weave_core.runtime.consumer import defer
+from weave_core.storage.inbox_ids import next_inbox_id
 from weave_core.storage.schema import weave_activations, weave_inbox, weave_steps
 
 
@@ -122,7 +123,11 @@ def test_settled_step_keeps_another_historical_result_as_history(engine: Engine)
     snap = exactjson.loads(row.snapshot)
     snap.update(revision=row.source_revision + 1, status="NEEDS_REVIEW", effect_unknown=True)
     i = weave_inbox
+    # numbered as the engine numbers inbox rows (on MariaDB from its block, never by
+    # AUTO_INCREMENT: storage/inbox_ids.py)
+    numbered = engine.db.transaction(next_inbox_id, name="number")
     _update(engine, sa.insert(i).values(
+        **({} if numbered is None else {"id": numbered}),
         namespace=ns, event_id=f"{row.source_task_id}:{row.source_revision + 1}",
         event_type="task.needs_review", source_task_id=row.source_task_id,
         source_activation_id=row.source_activation_id,

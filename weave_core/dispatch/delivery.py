@@ -43,6 +43,7 @@ from weave_core.foundation.exactjson import JSON
 from weave_core.foundation.faults import fault_point
 from weave_core.foundation.limits import DEFAULT_LIMITS, Limits
 from weave_core.storage.fused import queue_prebuilt
+from weave_core.storage.inbox_ids import next_inbox_id
 from weave_core.storage.schema import (
     weave_activations,
     weave_audit,
@@ -52,7 +53,13 @@ from weave_core.storage.schema import (
     weave_task_events,
     weave_tasks,
 )
-from weave_core.storage.statements import append_row, insert_row_key, run_prebuilt, update_keyed
+from weave_core.storage.statements import (
+    append_row,
+    insert_row_key,
+    insert_rows,
+    run_prebuilt,
+    update_keyed,
+)
 
 
 def record_event_txn(
@@ -285,7 +292,11 @@ def settle_txn(
             row_version=1,
             created_at=now,
         )
-        inbox_id = insert_row_key(conn, weave_inbox, inbox_row)
+        inbox_id = next_inbox_id(conn)  # MariaDB: numbered here, the INSERT is queued
+        if inbox_id is None:
+            inbox_id = insert_row_key(conn, weave_inbox, inbox_row)
+        else:
+            insert_rows(conn, weave_inbox, {"id": inbox_id, **inbox_row})
         if delivered is not None:
             delivered.append({**inbox_row, "id": inbox_id})
         fault_point("delivery.after_inbox")
