@@ -42,6 +42,7 @@ from weave_core.foundation.errors import PayloadTooLargeError
 from weave_core.foundation.exactjson import JSON
 from weave_core.foundation.faults import fault_point
 from weave_core.foundation.limits import DEFAULT_LIMITS, Limits
+from weave_core.storage.deferred import amend_later, deferring_now
 from weave_core.storage.fused import queue_prebuilt
 from weave_core.storage.inbox_ids import next_inbox_id
 from weave_core.storage.schema import (
@@ -296,7 +297,10 @@ def settle_txn(
         if inbox_id is None:
             inbox_id = insert_row_key(conn, weave_inbox, inbox_row)
         else:
-            insert_rows(conn, weave_inbox, {"id": inbox_id, **inbox_row})
+            queued = {"id": inbox_id, **inbox_row}
+            insert_rows(conn, weave_inbox, queued)
+            if deferring_now(conn):  # consumed in this transaction, it is written once
+                amend_later(conn, (weave_inbox.name, inbox_id), queued)
         if delivered is not None:
             delivered.append({**inbox_row, "id": inbox_id})
         fault_point("delivery.after_inbox")

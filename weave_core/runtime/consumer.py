@@ -72,6 +72,7 @@ from weave_core.runtime.snapshot import LockedInstance, lock_chain
 from weave_core.runtime.status import settle_cancelling, to_review
 from weave_core.runtime.stopping import fail_after_settled_txn
 from weave_core.runtime.waits.polls import apply_round_result_txn, note_round_evidence_txn
+from weave_core.storage.deferred import amendable
 from weave_core.storage.locks import lock_activation, lock_inbox_row
 from weave_core.storage.retries import mysql_error_code
 from weave_core.storage.schema import (
@@ -160,10 +161,13 @@ def _apply_result(
 
 def _settle_row(conn: Connection, row: Row[Any], state: InboxState, code: str | None,
                 now: datetime) -> None:
-    update_keyed(conn, weave_inbox, {"id": row.id}, {
-        "state": state.value, "error_code": code, "row_version": int(row.row_version) + 1,
-        "processed_at": now,
-    })
+    settled = {"state": state.value, "error_code": code,
+               "row_version": int(row.row_version) + 1, "processed_at": now}
+    queued = amendable(conn, (weave_inbox.name, int(row.id)))
+    if queued is not None:  # written in this transaction, its INSERT not yet sent
+        queued.update(settled)
+        return
+    update_keyed(conn, weave_inbox, {"id": row.id}, settled)
 
 
 def _source(row: Row[Any]) -> dict[str, JSON]:

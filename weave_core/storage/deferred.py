@@ -48,6 +48,8 @@ from weave_core.storage.retries import LOST_CONNECTION_CODES, mysql_error_code
 _KEY = "weave_deferred_writes"
 _AT_COMMIT = "weave_deferred_at_commit"
 _LEFT = "weave_deferred_writes_left"
+_AMEND = "weave_deferred_amendable"
+"""Queued parameters their writer may still change, by the writer's key."""
 """Writes a closed :func:`deferring` block left queued: sent before the next statement,
 or with the ``COMMIT``."""
 _listening: weakref.WeakSet[Engine] = weakref.WeakSet()
@@ -66,6 +68,25 @@ def defer(conn: Connection, sql: str, params: dict[str, Any], expected: int | No
         return False
     pending.append((sql, params, expected))
     return True
+
+
+def amend_later(conn: Connection, key: Any, params: dict[str, Any]) -> None:
+    """Let ``params`` (the very dict just given to :func:`defer`) be found by ``key`` while
+    it waits in the queue (:func:`amendable`)."""
+    conn.info.setdefault(_AMEND, {})[key] = params
+
+
+def amendable(conn: Connection, key: Any) -> dict[str, Any] | None:
+    """The parameters registered under ``key`` if their write is still queued, unsent: a
+    change made to them now goes out with it (a row written once, in its final state,
+    instead of an INSERT and an UPDATE). None once sent, or never registered."""
+    params: dict[str, Any] | None = (conn.info.get(_AMEND) or {}).get(key)
+    if params is None:
+        return None
+    for name in (_KEY, _LEFT):
+        if any(queued is params for _, queued, _ in conn.info.get(name) or ()):
+            return params
+    return None
 
 
 def deferring_now(conn: Connection) -> bool:
@@ -165,6 +186,7 @@ def forget(info: dict[Any, Any], dbapi: Any = None) -> None:
     info.pop(_KEY, None)
     info.pop(_LEFT, None)
     info.pop(_AT_COMMIT, None)
+    info.pop(_AMEND, None)
     if getattr(dbapi, "weave_before_commit", None) is not None:
         dbapi.weave_before_commit = None
 
