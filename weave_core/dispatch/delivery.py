@@ -293,7 +293,7 @@ def settle_txn(
             row_version=1,
             created_at=now,
         )
-        inbox_id = next_inbox_id(conn)  # MariaDB: numbered here, the INSERT is queued
+        inbox_id = next_inbox_id(conn)  # MariaDB: numbered here (a step queues the INSERT)
         if inbox_id is None:
             inbox_id = insert_row_key(conn, weave_inbox, inbox_row)
         else:

@@ -48,10 +48,10 @@ from weave_core.storage.retries import LOST_CONNECTION_CODES, mysql_error_code
 _KEY = "weave_deferred_writes"
 _AT_COMMIT = "weave_deferred_at_commit"
 _LEFT = "weave_deferred_writes_left"
-_AMEND = "weave_deferred_amendable"
-"""Queued parameters their writer may still change, by the writer's key."""
 """Writes a closed :func:`deferring` block left queued: sent before the next statement,
 or with the ``COMMIT``."""
+_AMEND = "weave_deferred_amendable"
+"""Queued parameters their writer may still change, by the writer's key."""
 _listening: weakref.WeakSet[Engine] = weakref.WeakSet()
 
 
