@@ -49,7 +49,7 @@ from weave_core.runtime.step import ClaimNext, StepDone, complete_step
 from weave_core.storage.db import set_clock_offset
 from weave_core.storage.locks import (
     lock_activation,
-    lock_chain_at_once,
+    lock_chain_of_tasks_at_once,
     lock_gate,
     lock_instance,
     lock_namespace_shared,
@@ -454,7 +454,7 @@ def test_kill_9_inside_the_step_records_nothing_and_the_report_again_records_onc
 def test_the_chain_read_at_once_brings_what_the_locks_one_by_one_bring(
     engine: Engine,
 ) -> None:
-    """The six reads of ``locks.lock_chain_at_once`` pack each row into one JSON_ARRAY; the
+    """The six reads of ``locks.lock_chain_of_tasks_at_once`` pack each row into one JSON_ARRAY; the
     values must come back exactly as separate columns bring them (texts with quotes and
     non-ASCII, NULLs, booleans, microsecond times), in the same lock order."""
     ns, wid = _seq(engine, "a", "b")
@@ -474,9 +474,10 @@ def test_the_chain_read_at_once_brings_what_the_locks_one_by_one_bring(
         levels: list[tuple[int, str]] = []
         with observing_locks(conn, lambda level, table, shared: levels.append(
                 (int(level), table))):
-            at_once = lock_chain_at_once(
-                conn, namespace=ns, instance_id=wid, activation_id=owner, task_id=a.task_id,
-                attempt_id=a.attempt_id, now_columns=engine.db.now_columns, columns=columns)
+            ns_row, inst, gate, steps_now, acts, tasks = lock_chain_of_tasks_at_once(
+                conn, namespace=ns, instance_id=wid, tasks=[(owner, a.task_id, a.attempt_id)],
+                now_columns=engine.db.now_columns, columns=columns)
+            at_once = (ns_row, inst, gate, steps_now, acts[0], tasks[0])
         one_by_one = (
             lock_namespace_shared(conn, ns, columns=columns["namespace"]),
             lock_instance(conn, wid, columns=columns["instance"]),

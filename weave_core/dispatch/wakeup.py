@@ -191,36 +191,15 @@ class WakeupHub:
     def pending(self, key: Key, handler_keys: Iterable[str]) -> bool:
         """Whether ``key`` has any task a claim of these handlers could take, due or not:
         one indexed read, cheaper than a claim transaction that finds nothing."""
-        t = weave_tasks
-        stmt = (
-            sa.select(sa.literal(1))
-            .where(
-                t.c.namespace == key[0],
-                t.c.queue == key[1],
-                t.c.status == "PENDING",
-                t.c.gate_open == True,  # noqa: E712 - SQL comparison
-                t.c.handler_key.in_(sorted(handler_keys)),
-            )
-            .limit(1)
-        )
+        stmt = sa.select(sa.literal(1)).where(*_claimable(key, handler_keys)).limit(1)
         return self._db.read(lambda conn: conn.execute(stmt).first() is not None,
                              name="dispatch_claim_look")
 
     def _probe(self, key: Key, handler_keys: frozenset[str]) -> float | None:
         """Seconds until the oldest claimable task is due (<= 0: due now), None: none."""
         t = weave_tasks
-        stmt = (
-            sa.select(t.c.available_at)
-            .where(
-                t.c.namespace == key[0],
-                t.c.queue == key[1],
-                t.c.status == "PENDING",
-                t.c.gate_open == True,  # noqa: E712 - SQL comparison
-                t.c.handler_key.in_(sorted(handler_keys)),
-            )
-            .order_by(t.c.available_at, t.c.task_id)
-            .limit(1)
-        )
+        stmt = (sa.select(t.c.available_at).where(*_claimable(key, handler_keys))
+                .order_by(t.c.available_at, t.c.task_id).limit(1))
 
         def _read(conn: Connection) -> tuple[datetime, datetime | None]:
             return self._db.now(conn), conn.execute(stmt).scalar_one_or_none()
@@ -228,6 +207,15 @@ class WakeupHub:
         self.probes += 1
         now, first = self._db.read(_read, name="dispatch_wakeup_probe")
         return None if first is None else (first - now).total_seconds()
+
+
+def _claimable(key: Key, handler_keys: Iterable[str]) -> list[sa.ColumnElement[bool]]:
+    """PENDING tasks of ``key`` with an open gate for these handlers, due or not
+    (``ix_weave_tasks_claim``)."""
+    t = weave_tasks
+    return [t.c.namespace == key[0], t.c.queue == key[1], t.c.status == "PENDING",
+            t.c.gate_open == True,  # noqa: E712 - SQL comparison
+            t.c.handler_key.in_(sorted(handler_keys))]
 
 
 _CHANNEL: Final = "dispatch"

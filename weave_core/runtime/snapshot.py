@@ -283,7 +283,7 @@ def lock_step_chain(
     now_columns: Sequence[sa.ColumnElement[Any]],
 ) -> tuple[LockedInstance, Any, Any] | None:
     """A step transaction's chain, activation and task in one round trip (MariaDB/MySQL;
-    ``locks.lock_chain_at_once``): the working copy of ``peek.instance_id``, the owning
+    ``locks.lock_chain_of_tasks_at_once``): the working copy of ``peek.instance_id``, the owning
     activation ``peek.owner_id`` and the task with its fencing columns and database time.
     No quota or queue level: the caller runs under a ``CapacityLedger``. None when the
     instance, its namespace or the activation is not what the route named."""

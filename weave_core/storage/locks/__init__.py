@@ -40,7 +40,6 @@ with ``BEGIN IMMEDIATE`` and so holds the database write lock already.
 
 from weave_core.storage.locks.at_once import (
     lock_admission_at_once,
-    lock_chain_at_once,
     lock_chain_of_tasks_at_once,
 )
 from weave_core.storage.locks.chain import (
@@ -95,7 +94,6 @@ __all__ = [
     "lock_activation",
     "lock_activations",
     "lock_admission_at_once",
-    "lock_chain_at_once",
     "lock_chain_of_tasks_at_once",
     "lock_claimable_tasks",
     "lock_gate",

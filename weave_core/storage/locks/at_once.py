@@ -154,39 +154,24 @@ def lock_admission_at_once(
             quota[0] if quota else None, found, rows[-1][0])
 
 
-def lock_chain_at_once(
-    conn: Connection, *, namespace: str, instance_id: str, activation_id: str,
-    task_id: str, attempt_id: str, now_columns: Sequence[sa.ColumnElement[Any]],
-    columns: Mapping[str, tuple[str, ...]],
-) -> tuple[Any, Any, Any, list[Any], Any, Any]:
-    """A step transaction's locks — namespace (shared), instance, its gate, its steps, the
-    owning activation, the task with its attempt's fencing columns and database time — as
-    six locking reads sent in **one** round trip (``deferred.send_with``), in exactly the
-    order :func:`lock_namespace_shared`, :func:`lock_instance`, :func:`lock_gate`,
-    :func:`lock_steps`, :func:`lock_activation` and :func:`lock_task_fenced` take them one
-    by one (levels 1, 4, 5, 6, 6, 6: the lock order holds, and the observer sees each).
-
-    The gate is found through the instance row the previous statement locked (a
-    subquery), so no answer is needed before the next read goes out. ``columns``: the
-    narrow column lists of ``namespace``, ``instance``, ``gate`` and ``steps``. Returns
-    the rows (None where missing; the steps as a list); MariaDB/MySQL only.
-    """
-    ns, instance, gate, steps, acts, tasks = lock_chain_of_tasks_at_once(
-        conn, namespace=namespace, instance_id=instance_id,
-        tasks=[(activation_id, task_id, attempt_id)], now_columns=now_columns,
-        columns=columns)
-    return ns, instance, gate, steps, acts[0], tasks[0]
-
-
 def lock_chain_of_tasks_at_once(
     conn: Connection, *, namespace: str, instance_id: str,
     tasks: Sequence[tuple[str, str, str]], now_columns: Sequence[sa.ColumnElement[Any]],
     columns: Mapping[str, tuple[str, ...]],
 ) -> tuple[Any, Any, Any, list[Any], list[Any], list[Any]]:
-    """:func:`lock_chain_at_once` for several tasks of one instance (``tasks``: activation,
-    task and attempt ids): the chain once, then every owning activation in id order, then
-    every task in id order (level 6 throughout), in one round trip. Returns the activation
-    and task rows in the order of ``tasks`` (None where missing)."""
+    """A step transaction's locks — namespace (shared), instance, its gate, its steps, then
+    for each of ``tasks`` (activation, task and attempt ids) the owning activation, then
+    the task with its attempt's fencing columns and database time — sent in **one** round
+    trip (``deferred.send_with``), in exactly the order :func:`lock_namespace_shared`,
+    :func:`lock_instance`, :func:`lock_gate`, :func:`lock_steps`, :func:`lock_activation`
+    and :func:`lock_task_fenced` take them one by one (levels 1, 4, 5, 6, 6, 6: the lock
+    order holds, and the observer sees each); activations then tasks each in id order.
+
+    The gate is found through the instance row the previous statement locked (a
+    subquery), so no answer is needed before the next read goes out. ``columns``: the
+    narrow column lists of ``namespace``, ``instance``, ``gate`` and ``steps``. Returns
+    the rows (None where missing; the steps as a list; activations and tasks in the order
+    of ``tasks``); MariaDB/MySQL only."""
     ns_t, in_t, g_t, st_t = weave_namespaces, weave_instances, weave_execution_gates, weave_steps
     a_t = weave_activations
 
