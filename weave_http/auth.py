@@ -16,6 +16,7 @@ server read (or parse) a single byte of a body.
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 from starlette.concurrency import run_in_threadpool
@@ -27,7 +28,9 @@ from weave_core.foundation.errors import AuthenticationError
 
 # Real tokens are far shorter; a longer header is refused before it reaches the database.
 MAX_TOKEN_LENGTH: Final = 512
-_TOKEN68_EXTRA: Final = frozenset("-._~+/=")  # RFC 6750 token68 punctuation
+_TOKEN68: Final = re.compile(r"[A-Za-z0-9\-._~+/=]+")
+"""RFC 6750 token68: ASCII letters, digits and ``-._~+/=`` (one C match, not a Python
+loop over the characters: every request checks it)."""
 
 
 def bearer_token(request: Request) -> str:
@@ -39,9 +42,7 @@ def bearer_token(request: Request) -> str:
     token = token.strip()
     if scheme.lower() != "bearer" or not token:
         raise AuthenticationError("the Authorization header must be 'Bearer <token>'")
-    if len(token) > MAX_TOKEN_LENGTH or not all(
-        c.isascii() and (c.isalnum() or c in _TOKEN68_EXTRA) for c in token
-    ):
+    if len(token) > MAX_TOKEN_LENGTH or _TOKEN68.fullmatch(token) is None:
         raise AuthenticationError("malformed bearer token")
     return token
 

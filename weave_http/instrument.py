@@ -17,6 +17,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from weave_core.observability import tracing
+from weave_core.observability.metrics import child
 from weave_core.observability.observe import REQUEST_IDS
 from weave_http.metrics import HTTP_REQUESTS, HTTP_SECONDS
 
@@ -60,8 +61,8 @@ class TelemetryMiddleware:
                     await self.app(scope, receive, sending)
         finally:
             route = self._route(scope)
-            HTTP_REQUESTS.labels(method, route, str(status)).inc()
-            HTTP_SECONDS.labels(method, route).observe(time.perf_counter() - started)
+            child(HTTP_REQUESTS, method, route, str(status)).inc()
+            child(HTTP_SECONDS, method, route).observe(time.perf_counter() - started)
             if span is not None:
                 span.update_name(f"{method} {route}")
                 span.set_attribute("http.route", route)

@@ -198,7 +198,10 @@ def loads(data: bytes | str, *, max_depth: int = MAX_DEPTH, max_bytes: int | Non
             f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
             details={"line": exc.lineno, "column": exc.colno},
         ) from exc
-    if depth(value) > max_depth:
+    # Each level of nesting opens with a bracket, so a text with no more brackets than the
+    # limit (counted in C; brackets inside strings only raise the count) cannot be too
+    # deep and needs no walk of the value.
+    if text.count("{") + text.count("[") > max_depth and depth(value) > max_depth:
         raise _too_deep(max_depth)
     if "\\u" in text:  # only escapes can produce an unpaired surrogate
         _check_strings(value)

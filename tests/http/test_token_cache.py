@@ -5,12 +5,16 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
 from sqlalchemy import event
+from starlette.requests import Request
 
 from tests.http.conftest import Tenant, client_for
 from tests.http.helpers import assert_problem
 from weave_core.access.identity import TOKEN_CACHE_SECONDS, Permission, revoke_token
 from weave_core.engine import Engine
+from weave_core.foundation.errors import AuthenticationError
+from weave_http.auth import bearer_token
 
 
 def _get(client: Any, tenant: Tenant) -> Any:
@@ -46,3 +50,25 @@ def test_a_failed_check_is_never_trusted(any_engine: Engine, tenant: Tenant) -> 
     for _ in range(2):
         response = client.get(f"/v1/namespaces/{tenant.namespace}/workflows", headers=bad)
         assert_problem(response, 401, "unauthenticated")
+
+
+@pytest.mark.parametrize("token", [
+    "wv_abc_d\u00e9f", "wv_abc_\u0663\u0664", "wv_abc_de f", "wv_abc_de\tf", "wv_abc_de\x00f",
+    "wv_abc_de;f", "wv_abc_de\"f", "a" * 513,
+])
+def test_a_token_outside_token68_is_refused_before_any_lookup(token: str) -> None:
+    """RFC 6750 token68 only: ASCII letters and digits (not every letter or digit Unicode
+    knows) and ``-._~+/=``; refused as malformed, without a look at the cache or the
+    database."""
+    request = Request({"type": "http", "headers": [
+        (b"authorization", f"Bearer {token}".encode())]})
+    with pytest.raises(AuthenticationError) as refused:
+        bearer_token(request)
+    assert "malformed" in str(refused.value) or len(token) > 512
+
+
+@pytest.mark.parametrize("token", ["wv_0123abcDEF_xyz", "a-b.c_d~e+f/g==", "Z" * 512])
+def test_a_token68_token_is_taken_as_sent(token: str) -> None:
+    request = Request({"type": "http",
+                       "headers": [(b"authorization", f"Bearer  {token} ".encode())]})
+    assert bearer_token(request) == token

@@ -88,3 +88,18 @@ def test_stored_canonical_text_reads_back_as_the_strict_reader_reads_it(value: o
 def test_stored_text_that_is_not_json_is_refused(text: str) -> None:
     with pytest.raises(JSONDecodeError):
         exactjson.loads_stored(text)
+
+
+def test_nesting_is_refused_past_the_limit_and_brackets_in_strings_do_not_count() -> None:
+    """The depth walk is skipped when the text has no more brackets than the limit: a
+    document exactly at the limit reads, one level more is refused, and brackets inside
+    strings (which only raise the count) never make a shallow document too deep."""
+    assert exactjson.depth(loads(b"[" * 64 + b"]" * 64)) == 64
+    with pytest.raises(exactjson.JSONTooDeepError):
+        loads(b"[" * 65 + b"]" * 65)
+    with pytest.raises(exactjson.JSONTooDeepError):
+        loads(b'{"a":' * 3 + b"[]" + b"}" * 3, max_depth=3)
+    shallow = {"text": "[" * 100 + "{" * 100, "list": [1, [2]]}
+    assert loads(json.dumps(shallow).encode(), max_depth=3) == shallow  # depth 3
+    with pytest.raises(exactjson.JSONTooDeepError):
+        loads(json.dumps({"text": "[" * 100, "list": [[[1]]]}).encode(), max_depth=3)
