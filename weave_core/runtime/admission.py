@@ -296,7 +296,7 @@ def _start_workflow(engine: Engine, namespace: str, request: StartRequest, actor
             idempotency_key=request.idempotency_key, request_hash=request.request_hash(),
             instance_id=instance_id, created_at=now,
         ))
-        insert_rows(conn, weave_instances, dict(
+        inserted = dict(
             instance_id=instance_id, namespace=namespace, definition_id=record.definition_id,
             version=record.version, content_hash=record.content_hash,
             input=exactjson.dumps(request.input), queues=exactjson.dumps(queues),
@@ -306,7 +306,8 @@ def _start_workflow(engine: Engine, namespace: str, request: StartRequest, actor
             operation_type=request.operation_type, idempotency_key=request.idempotency_key,
             created_by=actor, created_at=now, updated_at=now, settled_at=None,
             config_hash=config_hash,
-        ))
+        )
+        insert_rows(conn, weave_instances, inserted)
         li = LockedInstance(
             instance_id=instance_id, namespace=namespace, definition_id=record.definition_id,
             version=record.version, content_hash=record.content_hash,
@@ -339,10 +340,14 @@ def _start_workflow(engine: Engine, namespace: str, request: StartRequest, actor
             "operation_type": request.operation_type, "decisions": outcome.applied,
             "deferred": outcome.deferred,
         })
+        # The answer is the row as this transaction leaves it: inserted above, then the
+        # columns the advance changed, written by the flush (no read-back: on MariaDB the
+        # start's last writes then go with its COMMIT).
+        written = {**inserted, **li.updates, "revision": history.revision, "updated_at": now}
         li.flush(conn, revision=history.revision, now=now)
         if ledger is not None:  # the budget's takes: one UPDATE per counter, queued
             ledger.apply(conn, now)
-        return StartResult(True, read_instance(conn, namespace, instance_id))
+        return StartResult(True, InstanceView.from_row(written))
 
     def _queued(conn: Connection, budgeted: bool = True) -> StartResult:
         # The writes that return nothing are queued and sent together with the next
