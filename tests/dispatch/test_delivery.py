@@ -24,7 +24,9 @@ from weave_core.dispatch import (
 )
 from weave_core.engine import Engine
 from weave_core.foundation import exactjson
+from weave_core.foundation.errors import PayloadTooLargeError
 from weave_core.foundation.faults import InjectedFaultError, armed
+from weave_core.foundation.limits import Limits
 
 STEPS = ["task", "release", "event", "owner_check", "inbox", "audit"]
 
@@ -145,3 +147,20 @@ def test_fault_after_each_step_leaves_no_partial_state(
                     attempt_id=claimed.attempt_id, report=report, actor=ACTOR)
     assert done.task.status == TaskStatus.SUCCEEDED and len(inbox(engine, ns_name)) == 1
     assert engine.db.read(lambda c: get_queue(c, ns_name, "q")).outstanding == 0
+
+
+@pytest.mark.parametrize("report", [
+    Report(ReportOutcome.SUCCEEDED, output={"b": Decimal("1.10"), "a": ["é", None, True]}),
+    Report(ReportOutcome.FAILED, error=TaskError("Boom", "it broke", False, {"n": 1})),
+    Report(ReportOutcome.SUCCEEDED),
+])
+def test_a_reports_size_and_hash_come_from_its_one_canonical_text(report: Report) -> None:
+    """Written once (``Report.canonical``), the same text as the exact JSON of the report:
+    the size checked against the limit is its UTF-8 length, the hash its SHA-256."""
+    document = report.to_json()
+    assert report.canonical == exactjson.dumps(document)
+    assert report.content_hash() == exactjson.content_hash(document)
+    assert len(report.canonical.encode("utf-8")) == exactjson.size_of(document)
+    report.check(Limits(max_value_bytes=exactjson.size_of(document)))  # at the limit: fine
+    with pytest.raises(PayloadTooLargeError):
+        report.check(Limits(max_value_bytes=exactjson.size_of(document) - 1))

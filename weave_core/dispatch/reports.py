@@ -19,8 +19,10 @@ unknown attempt for this task              404 ``attempt_not_found``
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from typing import Any, cast
 
 import sqlalchemy as sa
@@ -85,8 +87,14 @@ class Report:
             "error": None if self.error is None else self.error.to_json(),
         }
 
+    @cached_property
+    def canonical(self) -> str:
+        """The report's canonical JSON, written once: its size is checked and its hash taken
+        from the same text (a step did both, two writes of the same document)."""
+        return exactjson.dumps(self.to_json())
+
     def content_hash(self) -> str:
-        return exactjson.content_hash(self.to_json())
+        return hashlib.sha256(self.canonical.encode("utf-8")).hexdigest()
 
     def check(self, limits: Limits) -> None:
         problems: list[Problem] = []
@@ -96,7 +104,7 @@ class Report:
             problems.append(Problem("$.output", "not_allowed", "only a success has output"))
         if problems:
             raise ValidationError("invalid report", problems)
-        size = exactjson.size_of(self.to_json())
+        size = len(self.canonical.encode("utf-8"))
         if size > limits.max_value_bytes:
             raise PayloadTooLargeError(
                 f"report of {size} bytes exceeds {limits.max_value_bytes} bytes",
