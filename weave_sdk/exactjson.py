@@ -283,14 +283,71 @@ holds, and this is 8x cheaper."""
 
 
 def _encode(value: Any, out: list[str], canonical: bool) -> None:
-    """Append ``value``'s JSON to ``out``; a refusal carries its path (built on error only)."""
-    if value is None:
+    """Append ``value``'s JSON to ``out``; a refusal carries its path (built on error only).
+
+    The exact types a document is made of (``str``, ``dict``, ``list``, ``int``, ``None``,
+    ``bool``) are told apart by ``type()`` first, and a string member of an object or an
+    array is written without a call of its own; anything else (a ``Decimal``, a subclass,
+    another mapping or sequence, what is refused) takes :func:`_encode_other`. Why: the
+    engine writes a dozen documents a step and answers every request with one, and
+    ``isinstance`` against the ``Mapping`` and ``Sequence`` ABCs was most of their cost.
+    """
+    kind = type(value)
+    if kind is str:
+        out.append(_string(value))
+    elif kind is dict:
+        _encode_object(value, out, canonical)
+    elif kind is list:
+        _encode_array(value, out, canonical)
+    elif kind is int:  # exactly int: a bool is not (canonical_number(int) is str(int))
+        out.append(str(value))
+    elif value is None:
         out.append("null")
     elif value is True:
         out.append("true")
     elif value is False:
         out.append("false")
-    elif isinstance(value, str):
+    else:
+        _encode_other(value, out, canonical)
+
+
+def _encode_object(value: Mapping[Any, Any], out: list[str], canonical: bool) -> None:
+    out.append("{")
+    for index, key in enumerate(sorted(value) if canonical else value):
+        if not isinstance(key, str):
+            raise NotJSONError(f"JSON object keys must be str, not {type(key).__name__}")
+        out.append(("," if index else "") + _string(key) + ":")
+        item = value[key]
+        if type(item) is str:
+            out.append(_string(item))
+            continue
+        try:
+            _encode(item, out, canonical)
+        except NotJSONError as exc:
+            exc.segments.append(f".{key}")
+            raise
+    out.append("}")
+
+
+def _encode_array(value: Sequence[Any], out: list[str], canonical: bool) -> None:
+    out.append("[")
+    for index, item in enumerate(value):
+        if index:
+            out.append(",")
+        if type(item) is str:
+            out.append(_string(item))
+            continue
+        try:
+            _encode(item, out, canonical)
+        except NotJSONError as exc:
+            exc.segments.append(f"[{index}]")
+            raise
+    out.append("]")
+
+
+def _encode_other(value: Any, out: list[str], canonical: bool) -> None:
+    """Everything :func:`_encode` does not tell apart by its exact type."""
+    if isinstance(value, str):
         out.append(_string(value))
     elif isinstance(value, int | Decimal):
         out.append(canonical_number(value) if canonical else _plain_number(value))
@@ -299,31 +356,9 @@ def _encode(value: Any, out: list[str], canonical: bool) -> None:
             f"float {value!r} is not exact; use int or Decimal (e.g. Decimal('1.1'))"
         )
     elif isinstance(value, Mapping):
-        out.append("{")
-        for index, key in enumerate(sorted(value) if canonical else value):
-            if not isinstance(key, str):
-                raise NotJSONError(f"JSON object keys must be str, not {type(key).__name__}")
-            if index:
-                out.append(",")
-            out.append(_string(key))
-            out.append(":")
-            try:
-                _encode(value[key], out, canonical)
-            except NotJSONError as exc:
-                exc.segments.append(f".{key}")
-                raise
-        out.append("}")
+        _encode_object(value, out, canonical)
     elif isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
-        out.append("[")
-        for index, item in enumerate(value):
-            if index:
-                out.append(",")
-            try:
-                _encode(item, out, canonical)
-            except NotJSONError as exc:
-                exc.segments.append(f"[{index}]")
-                raise
-        out.append("]")
+        _encode_array(value, out, canonical)
     else:
         raise NotJSONError(f"{type(value).__name__} is not JSON")
 
