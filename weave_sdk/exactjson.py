@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
-from json.encoder import encode_basestring
 from typing import Any, NoReturn
+
+from weave_sdk._json_writer import NotJSONError, canonical_number, encode, write
 
 JSON = Any
 """A JSON value as this module produces it: None | bool | int | Decimal | str | list | dict.
@@ -56,25 +57,6 @@ class JSONTooDeepError(JSONDecodeError):
 
 class JSONTooLargeError(JSONDecodeError):
     """The encoded document is longer than the allowed number of bytes."""
-
-
-class NotJSONError(Exception):
-    """A value cannot be written as exact JSON; ``path`` is where (``$.a[0]``)."""
-
-    def __init__(self, reason: str, *, not_finite: bool = False) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.not_finite = not_finite
-        self.segments: list[str] = []
-
-    @property
-    def path(self) -> str:
-        return "$" + "".join(reversed(self.segments))
-
-    def public(self) -> TypeError | ValueError:
-        """The ``TypeError`` (or, for NaN/Infinity, ``ValueError``) callers see."""
-        message = f"{self.path}: {self.reason}"
-        return ValueError(message) if self.not_finite else TypeError(message)
 
 
 # --- reading ----------------------------------------------------------------------------
@@ -232,144 +214,7 @@ def _check_strings(value: JSON) -> None:
             stack.extend(item)
 
 
-# --- writing ----------------------------------------------------------------------------
-
-_PLAIN_EXPONENT_LIMIT = 64
-
-
-def canonical_number(value: int | Decimal) -> str:
-    """The one spelling of a number: equal rationals give equal text; never rounds.
-
-    Trailing zeros are dropped (``1.10`` → ``1.1``, ``1E+2`` → ``100``); magnitudes needing
-    more than 64 zeros use ``E`` notation. Works on the digit tuple, so no Decimal context
-    precision can round a long value.
-    """
-    if isinstance(value, bool):  # bool is an int subclass; callers must not pass it here
-        raise TypeError("a boolean is not a number")
-    if isinstance(value, int):
-        return str(value)
-    if not value.is_finite():
-        raise NotJSONError(f"{value} is not a JSON number", not_finite=True)
-    sign, digit_tuple, exponent = value.as_tuple()
-    assert isinstance(exponent, int)
-    digits = "".join(map(str, digit_tuple)).lstrip("0")
-    if not digits:
-        return "0"
-    stripped = digits.rstrip("0")
-    exponent += len(digits) - len(stripped)
-    digits = stripped
-    prefix = "-" if sign else ""
-    point = len(digits) + exponent  # position of the decimal point within ``digits``
-    if 0 <= exponent <= _PLAIN_EXPONENT_LIMIT:
-        return prefix + digits + "0" * exponent
-    if exponent < 0 and point > 0:
-        return prefix + digits[:point] + "." + digits[point:]
-    if exponent < 0 and -point <= _PLAIN_EXPONENT_LIMIT:
-        return prefix + "0." + "0" * (-point) + digits
-    mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-    return f"{prefix}{mantissa}E{point - 1}"
-
-
-def _plain_number(value: int | Decimal) -> str:
-    if isinstance(value, Decimal) and not value.is_finite():
-        raise NotJSONError(f"{value} is not a JSON number", not_finite=True)
-    return str(value)  # always valid JSON for a finite Decimal: 1.10, 1E+2, -0
-
-
-_string = encode_basestring
-"""A string as JSON: exactly ``json.dumps(text, ensure_ascii=False)`` (the same C function
-it ends in), without building an encoder per call — strings are most of what a document
-holds, and this is 8x cheaper."""
-
-
-def _encode(value: Any, out: list[str], canonical: bool) -> None:
-    """Append ``value``'s JSON to ``out``; a refusal carries its path (built on error only).
-
-    The exact types a document is made of (``str``, ``dict``, ``list``, ``int``, ``None``,
-    ``bool``) are told apart by ``type()`` first, and a string member of an object or an
-    array is written without a call of its own; anything else (a ``Decimal``, a subclass,
-    another mapping or sequence, what is refused) takes :func:`_encode_other`. Why: the
-    engine writes a dozen documents a step and answers every request with one, and
-    ``isinstance`` against the ``Mapping`` and ``Sequence`` ABCs was most of their cost.
-    """
-    kind = type(value)
-    if kind is str:
-        out.append(_string(value))
-    elif kind is dict:
-        _encode_object(value, out, canonical)
-    elif kind is list:
-        _encode_array(value, out, canonical)
-    elif kind is int:  # exactly int: a bool is not (canonical_number(int) is str(int))
-        out.append(str(value))
-    elif value is None:
-        out.append("null")
-    elif value is True:
-        out.append("true")
-    elif value is False:
-        out.append("false")
-    else:
-        _encode_other(value, out, canonical)
-
-
-def _encode_object(value: Mapping[Any, Any], out: list[str], canonical: bool) -> None:
-    out.append("{")
-    for index, key in enumerate(sorted(value) if canonical else value):
-        if not isinstance(key, str):
-            raise NotJSONError(f"JSON object keys must be str, not {type(key).__name__}")
-        out.append(("," if index else "") + _string(key) + ":")
-        item = value[key]
-        if type(item) is str:
-            out.append(_string(item))
-            continue
-        try:
-            _encode(item, out, canonical)
-        except NotJSONError as exc:
-            exc.segments.append(f".{key}")
-            raise
-    out.append("}")
-
-
-def _encode_array(value: Sequence[Any], out: list[str], canonical: bool) -> None:
-    out.append("[")
-    for index, item in enumerate(value):
-        if index:
-            out.append(",")
-        if type(item) is str:
-            out.append(_string(item))
-            continue
-        try:
-            _encode(item, out, canonical)
-        except NotJSONError as exc:
-            exc.segments.append(f"[{index}]")
-            raise
-    out.append("]")
-
-
-def _encode_other(value: Any, out: list[str], canonical: bool) -> None:
-    """Everything :func:`_encode` does not tell apart by its exact type."""
-    if isinstance(value, str):
-        out.append(_string(value))
-    elif isinstance(value, int | Decimal):
-        out.append(canonical_number(value) if canonical else _plain_number(value))
-    elif isinstance(value, float):
-        raise NotJSONError(
-            f"float {value!r} is not exact; use int or Decimal (e.g. Decimal('1.1'))"
-        )
-    elif isinstance(value, Mapping):
-        _encode_object(value, out, canonical)
-    elif isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
-        _encode_array(value, out, canonical)
-    else:
-        raise NotJSONError(f"{type(value).__name__} is not JSON")
-
-
-def _write(value: JSON, canonical: bool) -> str:
-    out: list[str] = []
-    try:
-        _encode(value, out, canonical)
-    except NotJSONError as exc:
-        raise exc.public() from None
-    return "".join(out)
+# --- writing: weave_sdk._json_writer -------------------------------------------------
 
 
 def dumps(value: JSON) -> str:
@@ -377,18 +222,18 @@ def dumps(value: JSON) -> str:
 
     ``float`` (anywhere) raises ``TypeError``; NaN/Infinity raise ``ValueError``.
     """
-    return _write(value, canonical=False)
+    return write(value, canonical=False)
 
 
 def canonical_dumps(value: JSON) -> str:
     """Write ``value`` in canonical JSON (sorted keys, no spaces, one spelling per number)."""
-    return _write(value, canonical=True)
+    return write(value, canonical=True)
 
 
 def check_exact(value: JSON, where: str = "$") -> None:
     """Raise ``TypeError`` if ``value`` holds a float or anything that is not JSON."""
     try:
-        _encode(value, [], canonical=False)
+        encode(value, [], canonical=False)
     except NotJSONError as exc:
         message = f"{where}{exc.path[1:]}: {exc.reason}"
         raise (ValueError(message) if exc.not_finite else TypeError(message)) from None

@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from weave_sdk import exactjson
+from weave_sdk import _json_writer as writer
 from weave_sdk.exactjson import NotJSONError, canonical_number
 
 
@@ -35,9 +35,9 @@ def _reference(value: Any, out: list[str], canonical: bool) -> None:
     elif value is False:
         out.append("false")
     elif isinstance(value, str):
-        out.append(exactjson._string(value))
+        out.append(writer._string(value))
     elif isinstance(value, int | Decimal):
-        out.append(canonical_number(value) if canonical else exactjson._plain_number(value))
+        out.append(canonical_number(value) if canonical else writer._plain_number(value))
     elif isinstance(value, float):
         raise NotJSONError(
             f"float {value!r} is not exact; use int or Decimal (e.g. Decimal('1.1'))")
@@ -48,7 +48,7 @@ def _reference(value: Any, out: list[str], canonical: bool) -> None:
                 raise NotJSONError(f"JSON object keys must be str, not {type(key).__name__}")
             if index:
                 out.append(",")
-            out.append(exactjson._string(key))
+            out.append(writer._string(key))
             out.append(":")
             try:
                 _reference(value[key], out, canonical)
@@ -107,13 +107,13 @@ _DOCUMENTS = st.recursive(
 def test_the_fast_writer_writes_and_refuses_as_the_plain_one_did(
     value: Any, canonical: bool
 ) -> None:
-    assert _outcome(exactjson._encode, value, canonical) == _outcome(_reference, value,
+    assert _outcome(writer.encode, value, canonical) == _outcome(_reference, value,
                                                                       canonical)
 
 
 def test_a_refusal_deep_in_a_document_names_its_path() -> None:
     value = {"a": [1, {"b": [Decimal("1.5"), 2.5]}], "c": "x"}
-    outcome = _outcome(exactjson._encode, value, True)
+    outcome = _outcome(writer.encode, value, True)
     assert outcome == ("TypeError", "$.a[1].b[1]: float 2.5 is not exact; use int or "
                        "Decimal (e.g. Decimal('1.1'))")
     assert outcome == _outcome(_reference, value, True)
