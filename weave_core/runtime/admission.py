@@ -341,13 +341,12 @@ def _start_workflow(engine: Engine, namespace: str, request: StartRequest, actor
             "deferred": outcome.deferred,
         })
         # The answer is the row as this transaction leaves it: inserted above, then the
-        # columns the advance changed, written by the flush (no read-back: on MariaDB the
-        # start's last writes then go with its COMMIT).
-        written = {**inserted, **li.updates, "revision": history.revision, "updated_at": now}
-        li.flush(conn, revision=history.revision, now=now)
+        # columns the flush wrote (no read-back: on MariaDB the start's last writes then go
+        # with its COMMIT).
+        written = li.flush(conn, revision=history.revision, now=now)
         if ledger is not None:  # the budget's takes: one UPDATE per counter, queued
             ledger.apply(conn, now)
-        return StartResult(True, InstanceView.from_row(written))
+        return StartResult(True, InstanceView.from_row({**inserted, **written}))
 
     def _queued(conn: Connection, budgeted: bool = True) -> StartResult:
         # The writes that return nothing are queued and sent together with the next

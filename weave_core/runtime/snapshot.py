@@ -134,9 +134,11 @@ class LockedInstance:
         self.steps[record.step_id] = record
 
     def flush(self, conn: Connection, *, revision: int, now: datetime,
-              into: RowChanges | None = None) -> None:
+              into: RowChanges | None = None) -> dict[str, Any]:
         """Write changed steps and the instance row (with its new revision); with ``into``,
         hand the rows to it instead (a tick batch writes every instance's rows at its end).
+        Returns the instance columns written (none when nothing changed): a start builds
+        its answer from them instead of reading the row back.
         """
         changes = into if into is not None else RowChanges()
         for rec in self.steps.values():
@@ -165,13 +167,15 @@ class LockedInstance:
         if self.updates.get("status") in _DONE_VALUES:
             note_done_txn(conn, self.namespace, self.instance_id,
                           self._committed_outcome(revision, now))
+        written: dict[str, Any] = {}
         if revision != self.revision or self.updates:
             self.revision = revision
-            changes.update(weave_instances, {"instance_id": self.instance_id},
-                           {"revision": revision, "updated_at": now, **self.updates})
+            written = {"revision": revision, "updated_at": now, **self.updates}
+            changes.update(weave_instances, {"instance_id": self.instance_id}, written)
             self.updates = {}
         if into is None:
             changes.write(conn)
+        return written
 
     def _committed_outcome(self, revision: int,
                            now: datetime) -> Callable[[], Outcome] | None:
