@@ -241,7 +241,12 @@ def check_exact(value: JSON, where: str = "$") -> None:
 
 def content_hash(value: JSON) -> str:
     """SHA-256 of the canonical form, hex: the identity of a document's content."""
-    return hashlib.sha256(canonical_dumps(value).encode("utf-8")).hexdigest()
+    return text_hash(canonical_dumps(value))
+
+
+def text_hash(canonical: str) -> str:
+    """:func:`content_hash` of a document whose canonical text is already written."""
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 def size_of(value: JSON) -> int:
@@ -272,4 +277,5 @@ __all__ = [
     "loads",
     "loads_stored",
     "size_of",
+    "text_hash",
 ]

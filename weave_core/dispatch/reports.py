@@ -19,7 +19,6 @@ unknown attempt for this task              404 ``attempt_not_found``
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
@@ -94,7 +93,7 @@ class Report:
         return exactjson.dumps(self.to_json())
 
     def content_hash(self) -> str:
-        return hashlib.sha256(self.canonical.encode("utf-8")).hexdigest()
+        return exactjson.text_hash(self.canonical)
 
     def check(self, limits: Limits) -> None:
         problems: list[Problem] = []

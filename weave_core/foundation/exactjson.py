@@ -13,7 +13,7 @@ from decimal import Decimal
 
 from weave_core.foundation.errors import InvalidJsonError, JsonTooDeepError, PayloadTooLargeError
 from weave_sdk import exactjson as _exact
-from weave_sdk.exactjson import JSON, MAX_NUMBER_DIGITS, depth
+from weave_sdk.exactjson import JSON, MAX_NUMBER_DIGITS, depth, text_hash
 
 DEFAULT_MAX_DEPTH = _exact.MAX_DEPTH
 
@@ -100,4 +100,5 @@ __all__ = [
     "loads",
     "loads_stored",
     "size_of",
+    "text_hash",
 ]
