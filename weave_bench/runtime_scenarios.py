@@ -26,6 +26,7 @@ from weave_bench.measuring import (
     to_ms,
     wait_observed,
 )
+from weave_bench.process_cpu import CpuMeter, database_server_pid
 from weave_bench.serving import (
     DEADLOCK,
     LOCK_WAIT,
@@ -54,6 +55,9 @@ def s1_seq10(ctx: BenchContext) -> list[Metric]:
                 before = worker.stats
                 latencies: list[float] = []
                 gaps: list[float] = []
+                meter = CpuMeter({"engine": server.process.pid if server.process else None,
+                                  "database": database_server_pid(ctx.database_url)})
+                meter.start()
                 for _ in range(runs):
                     began = time.perf_counter()
                     handle = client.start("bench-seq10", {})
@@ -63,6 +67,7 @@ def s1_seq10(ctx: BenchContext) -> list[Metric]:
                         tasks = task_rows(conn, tenant.namespace, handle.workflow_id)
                     gaps += [to_ms(b.created_at - a.updated_at)
                              for a, b in itertools.pairwise(tasks)]
+                meter.stop()
                 after = worker.stats
     finally:
         db.dispose()
@@ -77,7 +82,34 @@ def s1_seq10(ctx: BenchContext) -> list[Metric]:
                "(0 when both happen in one step transaction)"),
         Metric("worker_cpu_per_step", worker_cpu, "ms",
                note="the SDK Worker's own threads' CPU time per task; target ≤ 0.5"),
+        *_s1_shares(ctx, percentile(latencies, 0.5), meter, runs),
     ]
+
+
+def _s1_shares(ctx: BenchContext, e2e_p50: float, meter: CpuMeter, runs: int) -> list[Metric]:
+    """S1 in L3_1 periods, and the engine's and the database's CPU per step.
+
+    The target is e2e p50 ≤ 30 L3_1 periods. S1 is serial, so the database server's CPU
+    per seq10 (its rows, reads and commits, the start and the result read included), in
+    the same periods, is the part of that budget no engine change gives back. Left out
+    when the figure cannot be read (no L3_1, a database on another machine).
+    """
+    metrics = []
+    l3 = ctx.calibration.get("L3_1")
+    if l3:
+        metrics.append(Metric("e2e_p50_in_l3", e2e_p50 / 1000 * l3, "L3_1 periods",
+                              note="e2e p50 x L3_1; target ≤ 30, issue gate ≤ 37.5"))
+    steps = runs * 10
+    for name, seconds in sorted(meter.spent.items()):
+        metrics.append(Metric(f"{name}_cpu_per_step", seconds / steps * 1000, "ms",
+                              note=f"the {name} process's CPU over the measured runs / steps"
+                              " (starts and result reads included)"))
+        if l3 and name == "database":
+            metrics.append(Metric("database_cpu_per_seq10_in_l3", seconds / runs * l3,
+                                  "L3_1 periods",
+                                  note="the database's CPU per seq10 x L3_1: of e2e, what "
+                                  "the database alone spends"))
+    return metrics
 
 
 def throughput(ctx: BenchContext, engines: int) -> list[Metric]:

@@ -37,6 +37,17 @@ def test_s1_and_s3_report_latencies(report: dict[tuple[str, str], float]) -> Non
     assert report[("s3", "join_overhead_p50")] >= 0
 
 
+def test_s1_reports_where_its_time_goes(report: dict[tuple[str, str], float]) -> None:
+    # The database runs on this machine in CI: its CPU and the engine's are read from /proc.
+    assert report[("s1", "engine_cpu_per_step")] > 0
+    assert report[("s1", "database_cpu_per_step")] > 0
+    l3 = report[("calibration", "L3_1")]
+    assert report[("s1", "e2e_p50_in_l3")] == pytest.approx(
+        report[("s1", "e2e_p50")] / 1000 * l3)
+    assert report[("s1", "database_cpu_per_seq10_in_l3")] == pytest.approx(
+        report[("s1", "database_cpu_per_step")] * 10 / 1000 * l3)
+
+
 def test_s2_reports_throughput_without_deadlocks(report: dict[tuple[str, str], float]) -> None:
     for scenario in ("s2", "s2x2"):  # one engine process, then two on one port
         assert report[(scenario, "steps_per_s")] > 0
