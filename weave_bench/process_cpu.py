@@ -29,6 +29,20 @@ def process_cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants now (``weave serve --workers N`` runs N children)."""
+    found, pending = [], [pid]
+    while pending:
+        current = pending.pop()
+        found.append(current)
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            try:
+                pending += [int(child) for child in (task / "children").read_text().split()]
+            except OSError:
+                continue  # the task ended while we looked
+    return found
+
+
 def database_server_pid(url: str) -> int | None:
     """The MariaDB/MySQL server's pid when ``url`` points at this machine and one runs here."""
     if (urlsplit(url).hostname or "") not in _LOCAL_HOSTS:
@@ -44,14 +58,17 @@ def database_server_pid(url: str) -> int | None:
 
 
 class CpuMeter:
-    """CPU seconds spent by a set of processes between ``start()`` and ``stop()``."""
+    """CPU seconds spent by named processes, each with its descendants, between ``start()``
+    and ``stop()``. A process (or child) that is not there at both readings is left out."""
 
     def __init__(self, pids: dict[str, int | None]) -> None:
         self._pids = {name: pid for name, pid in pids.items() if pid is not None}
+        self._trees: dict[str, list[int]] = {}
         self._began: dict[str, float] = {}
         self.spent: dict[str, float] = {}
 
     def start(self) -> None:
+        self._trees = {name: process_tree(pid) for name, pid in self._pids.items()}
         self._began = self._read()
 
     def stop(self) -> None:
@@ -60,8 +77,12 @@ class CpuMeter:
                       for name in ended if name in self._began}
 
     def _read(self) -> dict[str, float]:
-        readings = {name: process_cpu_seconds(pid) for name, pid in self._pids.items()}
-        return {name: value for name, value in readings.items() if value is not None}
+        readings = {}
+        for name, tree in self._trees.items():
+            values = [process_cpu_seconds(pid) for pid in tree]
+            if all(value is not None for value in values):
+                readings[name] = sum(value or 0.0 for value in values)
+        return readings
 
 
-__all__ = ["CpuMeter", "database_server_pid", "process_cpu_seconds"]
+__all__ = ["CpuMeter", "database_server_pid", "process_cpu_seconds", "process_tree"]

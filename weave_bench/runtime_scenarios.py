@@ -22,6 +22,7 @@ from weave_bench.measuring import (
     cpu_per_step,
     innodb_deadlocks,
     percentile,
+    succeeded_tasks,
     task_rows,
     to_ms,
     wait_observed,
@@ -126,8 +127,11 @@ def throughput(ctx: BenchContext, engines: int) -> list[Metric]:
             deadlocks_before = innodb_deadlocks(db)
             with running_workers(servers, tenant, slots=4) as workers:
                 before = workers[0].stats
+                cpu = _CpuWindow(db, tenant.namespace, seconds, CpuMeter(
+                    {"engine": servers[0].process.pid if servers[0].process else None,
+                     "database": database_server_pid(ctx.database_url)}))
                 loop = closed_loop(db, clients, tenant.namespace, "bench-seq10", concurrency,
-                                   seconds)
+                                   seconds, during=cpu.during)
                 after = workers[0].stats
             deadlocks_after = innodb_deadlocks(db)
             log_deadlocks = sum(s.log_count(DEADLOCK) for s in servers)
@@ -153,7 +157,35 @@ def throughput(ctx: BenchContext, engines: int) -> list[Metric]:
                note="1205 retries logged by the engine; must be 0"),
         Metric("innodb_deadlocks_server", float(innodb), "count",
                note="Innodb_deadlocks delta of the whole MariaDB server (other clients too)"),
+        *cpu.metrics(),
     ]
+
+
+class _CpuWindow:
+    """The engine's and the database's CPU per step inside S2's window.
+
+    On a machine whose cores are all busy, steps per second cannot pass the cores divided
+    by the CPU every party spends on a step (engine, database, the bench's worker): these
+    figures show which share an engine change can shrink.
+    """
+
+    def __init__(self, db: Database, namespace: str, seconds: float, meter: CpuMeter) -> None:
+        self._db, self._namespace, self._seconds, self._meter = db, namespace, seconds, meter
+        self._steps: list[int] = []
+
+    def during(self, elapsed: float) -> None:
+        if not self._steps or (len(self._steps) == 1 and elapsed >= self._seconds):
+            self._steps.append(succeeded_tasks(self._db, self._namespace))
+            (self._meter.start if len(self._steps) == 1 else self._meter.stop)()
+
+    def metrics(self) -> list[Metric]:
+        steps = self._steps[-1] - self._steps[0] if len(self._steps) == 2 else 0
+        if steps <= 0:
+            return []
+        return [Metric(f"{name}_cpu_per_step", seconds / steps * 1000, "ms",
+                       note=f"the {name} process's CPU per step in the window"
+                       + (" (its worker processes included)" if name == "engine" else ""))
+                for name, seconds in sorted(self._meter.spent.items())]
 
 
 @scenario("s2", "S2 throughput: closed loop of concurrent seq10 instances, 4 worker slots")

@@ -55,6 +55,9 @@ def test_s2_reports_throughput_without_deadlocks(report: dict[tuple[str, str], f
         assert report[(scenario, "deadlocks")] == 0
         assert report[(scenario, "lock_wait_timeouts")] == 0
         assert report[(scenario, "worker_cpu_per_step")] > 0
+        # Read from /proc: the engine process with its `--workers` children, and MariaDB.
+        assert report[(scenario, "engine_cpu_per_step")] > 0
+        assert report[(scenario, "database_cpu_per_step")] > 0
     assert report[("s1", "worker_cpu_per_step")] > 0
 
 

@@ -50,3 +50,35 @@ def test_the_local_database_server_is_found() -> None:
     assert pid is not None
     with open(f"/proc/{pid}/comm") as comm:
         assert comm.read().strip() in {"mariadbd", "mysqld"}
+
+
+def test_a_process_tree_counts_its_children() -> None:
+    # As `weave serve --workers 2`: the parent idles, its two children work.
+    child = ("import sys, time\\n"
+             "sys.stdin.readline()\\n"
+             "end = time.process_time() + 0.3\\n"
+             "while time.process_time() < end: pass\\n"
+             "sys.stdin.readline()\\n")
+    parent = subprocess.Popen(
+        [sys.executable, "-c",
+         "import subprocess, sys\n"
+         f"kids = [subprocess.Popen([sys.executable, '-c', '{child}'], stdin=subprocess.PIPE,"
+         " text=True) for _ in range(2)]\n"
+         "print('ready', flush=True)\n"
+         "sys.stdin.readline()\n"
+         "for kid in kids: kid.stdin.write('go\\n'); kid.stdin.flush()\n"
+         "sys.stdin.readline()\n"
+         "for kid in kids: kid.communicate('end\\n')\n"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None and parent.stdin is not None
+    try:
+        assert parent.stdout.readline().strip() == "ready"
+        meter = CpuMeter({"engine": parent.pid})
+        meter.start()
+        parent.stdin.write("go\n")
+        parent.stdin.flush()
+        time.sleep(1.5)  # each child spins 0.3 s of CPU
+        meter.stop()
+        assert 0.5 <= meter.spent["engine"] <= 1.5
+    finally:
+        parent.communicate("end\n", timeout=10)
