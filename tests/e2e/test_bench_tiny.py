@@ -37,15 +37,19 @@ def test_s1_and_s3_report_latencies(report: dict[tuple[str, str], float]) -> Non
     assert report[("s3", "join_overhead_p50")] >= 0
 
 
-def test_s1_reports_where_its_time_goes(report: dict[tuple[str, str], float]) -> None:
+@pytest.mark.parametrize(("scenario", "shape", "tasks"), [("s1", "seq10", 10),
+                                                         ("s3", "fan10", 11)])
+def test_latencies_report_where_their_time_goes(
+    report: dict[tuple[str, str], float], scenario: str, shape: str, tasks: int,
+) -> None:
     # The database runs on this machine in CI: its CPU and the engine's are read from /proc.
-    assert report[("s1", "engine_cpu_per_step")] > 0
-    assert report[("s1", "database_cpu_per_step")] > 0
+    assert report[(scenario, "engine_cpu_per_step")] > 0
+    assert report[(scenario, "database_cpu_per_step")] > 0
     l3 = report[("calibration", "L3_1")]
-    assert report[("s1", "e2e_p50_in_l3")] == pytest.approx(
-        report[("s1", "e2e_p50")] / 1000 * l3)
-    assert report[("s1", "database_cpu_per_seq10_in_l3")] == pytest.approx(
-        report[("s1", "database_cpu_per_step")] * 10 / 1000 * l3)
+    assert report[(scenario, "e2e_p50_in_l3")] == pytest.approx(
+        report[(scenario, "e2e_p50")] / 1000 * l3)
+    assert report[(scenario, f"database_cpu_per_{shape}_in_l3")] == pytest.approx(
+        report[(scenario, "database_cpu_per_step")] * tasks / 1000 * l3)
 
 
 def test_s2_reports_throughput_without_deadlocks(report: dict[tuple[str, str], float]) -> None:
