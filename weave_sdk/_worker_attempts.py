@@ -54,8 +54,6 @@ class AttemptRunner:
     _inbox: queues.SimpleQueue[Claimed | None]
     _idle: threading.Condition
     _busy: int
-    _reporting: set[int]
-    _reports: int
 
     def _connection(self) -> Connection:
         return Connection(self._settings.base_url, self._settings.headers())
@@ -227,25 +225,6 @@ class AttemptRunner:
         body = (f'{{"attempt_id":{head},' + dumps(report)[1:-1]).encode()
         body += b',"claim_next":' + self._claim_next + b"}" if claim_next else b"}"
         path = self._path(f"/tasks/{quote(task.task_id, safe='')}/complete")
-        with self._idle:
-            self._reports += 1  # the claim loop waits for reports before it parks
-            number = self._reports
-            self._reporting.add(number)
-        following: Claimed | None = None
-        try:
-            status, following = self._send_report(conn, task, path, body)
-            return status, following
-        finally:
-            with self._idle:
-                self._reporting.discard(number)
-                # A slot this report frees counts as free when its chain ends, and the
-                # claim loop is woken then (``_slot``); one that runs the next task now
-                # wakes it here.
-                if following is not None:
-                    self._idle.notify_all()
-
-    def _send_report(self, conn: Connection, task: Claimed, path: str,
-                     body: bytes) -> tuple[str | None, Claimed | None]:
         backoff = Backoff(base=0.2, cap=5.0)
         for _ in range(_REPORT_ATTEMPTS):
             try:

@@ -36,7 +36,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import partial
 from types import FrameType
 from typing import Any, Final
 from urllib.parse import quote
@@ -62,9 +61,6 @@ DEFAULT_WAIT_SECONDS: Final = 20
 MAX_BATCH: Final = 32
 _REPORT_ATTEMPTS: Final = 6
 _TIMEOUT_S: Final = 30.0
-_SETTLE_S: Final = 0.25
-"""At most this long a claim that found nothing waits for the reports in flight before it
-parks (``Worker._claim_loop``)."""
 
 
 @dataclass(frozen=True)
@@ -134,8 +130,6 @@ class Worker(AttemptRunner):
         self._stop = threading.Event()
         self._idle = threading.Condition(threading.RLock())
         self._busy = 0
-        self._reporting: set[int] = set()  # reports on their way, by number (_claim_loop)
-        self._reports = 0  # reports sent so far (their numbers)
         self._inbox: queues.SimpleQueue[Claimed | None] = queues.SimpleQueue()
         self._beats = Beats(self._heartbeat, self._connection)
         self._cpu = CpuMeter()
@@ -297,31 +291,17 @@ class Worker(AttemptRunner):
                                                  "tasks_completed": self.completed})
 
     def _claim_loop(self, conn: Connection) -> None:
-        """Claim for the free slots, long-polling when there is nothing to run.
-
-        A parked claim's room is fixed when it is sent, and the server may hand it the
-        tasks a start creates, all at once. Slots whose report is still on its way are
-        about to be free (or to run the successor the report brings), so while any are,
-        the claim does not park: it looks once without waiting and, finding nothing, waits
-        for those reports (at most ``_SETTLE_S``) and parks with every slot they freed.
-        Reports sent after that look are not waited for: a busy worker's slots report all
-        the time. Without this, a fan-out's tasks went one to the claim parked when the
-        first slot of the instance before freed, and the rest one claim later.
-        """
         path = self._path(f"/queues/{quote(self.queue, safe='')}/claim")
         backoff = Backoff()
-        looked = False
         while not self._stop.is_set():
             with self._idle:
                 while self._busy >= self.concurrency and not self._stop.is_set():
                     self._idle.wait(1.0)
                 free = self.concurrency - self._busy
-                settling = bool(self._reporting) and not looked
-                sent = self._reports  # the reports to wait for are those sent by now
             if self._stop.is_set():
                 break
             body = dumps({**self._claim_body, "max_tasks": min(free, MAX_BATCH),
-                          "wait_seconds": 0 if settling else self.wait_seconds}).encode()
+                          "wait_seconds": self.wait_seconds}).encode()
             try:
                 data = self._post(conn, path, body, self.wait_seconds + _TIMEOUT_S)
             except (WeaveSDKError, OSError) as exc:
@@ -336,20 +316,10 @@ class Worker(AttemptRunner):
             if failures:
                 logger.info("claims work again", extra={"failures": failures})
             tasks = [Claimed.from_json(t) for t in data["tasks"]]
-            if settling and not tasks:
-                with self._idle:
-                    self._idle.wait_for(partial(self._reported, sent), timeout=_SETTLE_S)
-                looked = True  # park next, whatever is reporting then
-                continue
-            looked = False
             with self._idle:
                 self._busy += len(tasks)
             for task in tasks:
                 self._inbox.put(task)
-
-    def _reported(self, sent: int) -> bool:
-        """The reports numbered up to ``sent`` are back (or the worker stops)."""
-        return self._stop.is_set() or all(n > sent for n in self._reporting)
 
     def _drain(self) -> None:
         """Give in-flight tasks ``shutdown_grace`` to finish, then report the rest (on a
