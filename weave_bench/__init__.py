@@ -28,6 +28,35 @@ SCENARIO_MODULES: tuple[str, ...] = (
 
 
 @dataclass(frozen=True)
+class Target:
+    """What a figure must be: ``median <= 30``, or with ``of_ratio`` its ratio to its
+    baseline (``ratio >= 0.5``)."""
+
+    op: Literal["<=", ">=", "=="]
+    value: float
+    of_ratio: bool = False
+
+    def met(self, median: float, ratio: float | None) -> bool | None:
+        """Whether the figure meets it; None when the ratio it is about is unknown."""
+        figure = ratio if self.of_ratio else median
+        if figure is None:
+            return None
+        if self.op == "<=":
+            return figure <= self.value
+        if self.op == ">=":
+            return figure >= self.value
+        return figure == self.value
+
+    def __str__(self) -> str:
+        sign = {"<=": "≤", ">=": "≥", "==": "="}[self.op]
+        return f"{sign} {self.value:g}{'x' if self.of_ratio else ''}"
+
+
+ZERO = Target("==", 0)
+"""Counts that must be zero: duplicates, losses, deadlocks."""
+
+
+@dataclass(frozen=True)
 class Metric:
     """One measured figure of one repetition."""
 
@@ -37,6 +66,8 @@ class Metric:
     baseline: str | None = None
     """Calibration metric to divide by (same unit: e.g. decisions/s over L3 transactions/s)."""
     note: str = ""
+    target: Target | None = None
+    """The benchmark plan's target for this figure, judged on the median (or the ratio)."""
 
 
 @dataclass
@@ -106,6 +137,13 @@ class Summary:
     baseline: str | None
     ratio: float | None
     note: str
+    target: Target | None = None
+
+    @property
+    def verdict(self) -> str:
+        """``met``, ``missed``, or empty (no target, or its ratio unknown)."""
+        met = None if self.target is None else self.target.met(self.median, self.ratio)
+        return "" if met is None else ("met" if met else "missed")
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -119,6 +157,8 @@ class Summary:
             "baseline": self.baseline,
             "ratio_to_baseline": self.ratio,
             "note": self.note,
+            "target": None if self.target is None else str(self.target),
+            "verdict": self.verdict or None,
         }
 
 
@@ -141,16 +181,19 @@ def summarise(
         baseline=first.baseline,
         ratio=ratio,
         note=first.note,
+        target=first.target,
     )
 
 
 __all__ = [
     "SCENARIO_MODULES",
+    "ZERO",
     "BenchContext",
     "Metric",
     "Scenario",
     "Size",
     "Summary",
+    "Target",
     "load_scenarios",
     "scenario",
     "summarise",

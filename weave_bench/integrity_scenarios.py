@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import sqlalchemy as sa
 
-from weave_bench import BenchContext, Metric, scenario
+from weave_bench import ZERO, BenchContext, Metric, scenario
 from weave_bench.measuring import closed_loop, innodb_deadlocks, succeeded_tasks
 from weave_bench.serving import (
     DEADLOCK,
@@ -112,9 +112,10 @@ def s8_contention(ctx: BenchContext) -> list[Metric]:
     return [
         Metric("duplicate_tasks", float(duplicates), "count",
                note=f"tasks per activation, activations per step, successes per step over "
-               f"{check.instances} instances; must be 0"),
+               f"{check.instances} instances; must be 0", target=ZERO),
         Metric("unfinished", float(check.unfinished), "count",
-               note=f"instances not SUCCEEDED after the drain (drained={drained}); must be 0"),
+               note=f"instances not SUCCEEDED after the drain (drained={drained}); must be 0",
+               target=ZERO),
         Metric("deadlocks_per_10k_advances", per_10k, "count",
                note=f"{deadlocks} 1213 retries logged by the engines over {check.advances} "
                f"advances (Innodb_deadlocks of the whole server: {innodb})"),
@@ -165,10 +166,10 @@ def s9_recovery(ctx: BenchContext) -> list[Metric]:
         Metric("lost", float(check.unfinished), "count",
                note=f"instances not SUCCEEDED after the drain, of {check.instances} "
                f"(by status: {check.unfinished_by_status or 'none'}; drained={drained}, "
-               f"{loop.start_errors} start calls retried); must be 0"),
+               f"{loop.start_errors} start calls retried); must be 0", target=ZERO),
         Metric("duplicated", float(duplicates), "count",
                note="tasks per activation, activations per step, successes per step; "
-               "must be 0"),
+               "must be 0", target=ZERO),
     ]
 
 

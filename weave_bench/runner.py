@@ -140,7 +140,8 @@ def run(names: list[str] | None, *, repeat: int, size: Size, server_url: str,
 
 
 def format_table(report: Report) -> str:
-    rows = [("scenario", "metric", "median", "min", "max", "unit", "ratio", "baseline")]
+    rows = [("scenario", "metric", "median", "min", "max", "unit", "ratio", "baseline",
+             "target")]
     for s in report.summaries:
         rows.append(
             (
@@ -152,6 +153,7 @@ def format_table(report: Report) -> str:
                 s.unit,
                 "" if s.ratio is None else f"{s.ratio:.2f}x",
                 s.baseline or "",
+                "" if s.target is None else f"{s.target} {s.verdict}".rstrip(),
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]

@@ -16,7 +16,7 @@ import time
 from contextlib import ExitStack
 from datetime import datetime
 
-from weave_bench import BenchContext, Metric, scenario
+from weave_bench import ZERO, BenchContext, Metric, Target, scenario
 from weave_bench.measuring import (
     closed_loop,
     cpu_per_step,
@@ -82,7 +82,8 @@ def s1_seq10(ctx: BenchContext) -> list[Metric]:
                note="result accepted (task updated_at) → next task created, database time "
                "(0 when both happen in one step transaction)"),
         Metric("worker_cpu_per_step", worker_cpu, "ms",
-               note="the SDK Worker's own threads' CPU time per task; target ≤ 0.5"),
+               note="the SDK Worker's own threads' CPU time per task; target ≤ 0.5",
+               target=Target("<=", 0.5)),
         *_latency_shares(ctx, percentile(latencies, 0.5), meter, runs=runs,
                          tasks_per_run=10, shape="seq10", target=30),
     ]
@@ -104,7 +105,7 @@ def _latency_shares(ctx: BenchContext, e2e_p50: float, meter: CpuMeter, *, runs:
     if l3:
         metrics.append(Metric("e2e_p50_in_l3", e2e_p50 / 1000 * l3, "L3_1 periods",
                               note=f"e2e p50 x L3_1; target ≤ {target:g}, issue gate ≤ "
-                              f"{target * 1.25:g}"))
+                              f"{target * 1.25:g}", target=Target("<=", target)))
     for name, seconds in sorted(meter.spent.items()):
         metrics.append(Metric(f"{name}_cpu_per_step", seconds / (runs * tasks_per_run) * 1000,
                               "ms", note=f"the {name} process's CPU over the measured runs, "
@@ -147,18 +148,19 @@ def throughput(ctx: BenchContext, engines: int) -> list[Metric]:
               f"process{'es' if engines > 1 else ''}")
     return [
         Metric("steps_per_s", loop.window_steps / loop.window, "steps/s", baseline="L3_1",
-               note=window + "; target ≥ 0.5 x L3_1"),
+               note=window + "; target ≥ 0.5 x L3_1", target=Target(">=", 0.5, of_ratio=True)),
         Metric("workflows_per_s", loop.window_finished / loop.window, "workflows/s",
                note=window),
         Metric("p50", percentile(loop.latencies_ms, 0.5), "ms",
                note=f"created_at → settled_at, {len(loop.latencies_ms)} instances"),
         Metric("p99", percentile(loop.latencies_ms, 0.99), "ms", note="created_at → settled_at"),
         Metric("worker_cpu_per_step", cpu_per_step(before, after), "ms",
-               note="the SDK Worker's own threads' CPU time per task; target ≤ 0.5"),
+               note="the SDK Worker's own threads' CPU time per task; target ≤ 0.5",
+               target=Target("<=", 0.5)),
         Metric("deadlocks", float(log_deadlocks), "count",
-               note="1213 retries logged by the engine; must be 0"),
+               note="1213 retries logged by the engine; must be 0", target=ZERO),
         Metric("lock_wait_timeouts", float(log_lock_waits), "count",
-               note="1205 retries logged by the engine; must be 0"),
+               note="1205 retries logged by the engine; must be 0", target=ZERO),
         Metric("innodb_deadlocks_server", float(innodb), "count",
                note="Innodb_deadlocks delta of the whole MariaDB server (other clients too)"),
         *cpu.metrics(),

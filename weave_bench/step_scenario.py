@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import event
 
-from weave_bench import BenchContext, Metric, scenario
+from weave_bench import BenchContext, Metric, Target, scenario
 from weave_bench.serving import QUEUE, seq10
 from weave_core.access.identity import CLI_ACTOR, create_namespace
 from weave_core.definitions.format import validate_definition
@@ -99,9 +99,9 @@ def step_in_process(ctx: BenchContext) -> list[Metric]:
     note = f"{len(wall)} middle steps of seq10 (a successor each), in process, no HTTP"
     return [
         Metric("statements_per_step", statistics.median(statements), "count",
-               note=note + "; target ≤ 20"),
+               note=note + "; target ≤ 20", target=Target("<=", 20)),
         Metric("commits_per_step", statistics.median(commits), "count",
-               note="transactions per step; target 1"),
+               note="transactions per step; target 1", target=Target("==", 1)),
         Metric("one_transaction_share", one_txn / max(len(wall) + skip, 1), "ratio",
                note="steps that took the one-transaction path"),
         Metric("step_ms_p50", statistics.median(wall), "ms", note="complete_step, wall time"),

@@ -27,6 +27,12 @@ def test_progress_lines_then_the_report_as_json(tmp_path: Path,
     assert "statements_per_step " in progress[1] and " count" in progress[1]
     report = json.loads(captured.out)
     assert {r["scenario"] for r in report["results"]} == {"calibration", "step"}
+    by = {r["metric"]: r for r in report["results"] if r["scenario"] == "step"}
+    # A figure with a target of the benchmark plan carries it and whether it was met.
+    assert (by["statements_per_step"]["target"], by["statements_per_step"]["verdict"]) == (
+        "≤ 20", "met")
+    assert (by["commits_per_step"]["target"], by["commits_per_step"]["verdict"]) == ("= 1", "met")
+    assert (by["step_ms_p50"]["target"], by["step_ms_p50"]["verdict"]) == (None, None)
     assert json.loads((tmp_path / "r.json").read_text())["results"] == report["results"]
 
 
