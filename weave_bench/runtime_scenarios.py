@@ -94,8 +94,8 @@ def _latency_shares(ctx: BenchContext, e2e_p50: float, meter: CpuMeter, *, runs:
     """S1's or S3's latency in L3_1 periods, and the engine's and the database's CPU per task.
 
     The targets are e2e p50 ≤ 30 (S1) and ≤ 35 (S3) L3_1 periods. One instance runs at a
-    time and each task waits for the one before it (S3's branches wait for the one chain
-    lock of their instance), so the database server's CPU per instance (its rows, reads and
+    time and each task waits for the one before it (S3's branch reports are settled in turn
+    on their instance's chain), so the database server's CPU per instance (its rows, reads and
     commits, the start and the result read included), in the same periods, is the part of
     that budget no engine change gives back. Left out when a figure cannot be read (no
     L3_1, a database on another machine).
