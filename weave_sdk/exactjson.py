@@ -251,7 +251,12 @@ def text_hash(canonical: str) -> str:
 
 def size_of(value: JSON) -> int:
     """Bytes of the canonical UTF-8 form: the size every limit in the engine counts."""
-    return len(canonical_dumps(value).encode("utf-8"))
+    return text_size(canonical_dumps(value))
+
+
+def text_size(canonical: str) -> int:
+    """:func:`size_of` a document whose canonical text is already written."""
+    return len(canonical.encode("utf-8"))
 
 
 def canonicalize(value: JSON) -> JSON:
@@ -278,4 +283,5 @@ __all__ = [
     "loads_stored",
     "size_of",
     "text_hash",
+    "text_size",
 ]

@@ -103,7 +103,7 @@ class Report:
             problems.append(Problem("$.output", "not_allowed", "only a success has output"))
         if problems:
             raise ValidationError("invalid report", problems)
-        size = len(self.canonical.encode("utf-8"))
+        size = exactjson.text_size(self.canonical)
         if size > limits.max_value_bytes:
             raise PayloadTooLargeError(
                 f"report of {size} bytes exceeds {limits.max_value_bytes} bytes",

@@ -13,7 +13,7 @@ from decimal import Decimal
 
 from weave_core.foundation.errors import InvalidJsonError, JsonTooDeepError, PayloadTooLargeError
 from weave_sdk import exactjson as _exact
-from weave_sdk.exactjson import JSON, MAX_NUMBER_DIGITS, depth, text_hash
+from weave_sdk.exactjson import JSON, MAX_NUMBER_DIGITS, depth, text_hash, text_size
 
 DEFAULT_MAX_DEPTH = _exact.MAX_DEPTH
 
@@ -101,4 +101,5 @@ __all__ = [
     "loads_stored",
     "size_of",
     "text_hash",
+    "text_size",
 ]
