@@ -109,16 +109,22 @@ def _latency_shares(ctx: BenchContext, e2e_p50: float, meter: CpuMeter, *, runs:
         metrics.append(Metric("e2e_p50_in_l3", e2e_p50 / 1000 * l3, "L3_1 periods",
                               note=f"e2e p50 x L3_1; target ≤ {target:g}, issue gate ≤ "
                               f"{target * 1.25:g}", target=Target("<=", target)))
-    for name, seconds in sorted(meter.spent.items()):
-        metrics.append(Metric(f"{name}_cpu_per_step", seconds / (runs * tasks_per_run) * 1000,
-                              "ms", note=f"the {name} process's CPU over the measured runs, "
-                              "per task (starts and result reads included)"))
-        if l3 and name == "database":
-            metrics.append(Metric(f"database_cpu_per_{shape}_in_l3", seconds / runs * l3,
-                                  "L3_1 periods",
-                                  note=f"the database's CPU per {shape} x L3_1: of e2e, what "
-                                  "the database alone spends"))
+    metrics += _cpu_per_step(meter, runs * tasks_per_run,
+                             "over the measured runs, per task (starts and result reads "
+                             "included)")
+    database = meter.spent.get("database")
+    if l3 and database is not None:
+        metrics.append(Metric(f"database_cpu_per_{shape}_in_l3", database / runs * l3,
+                              "L3_1 periods", note=f"the database's CPU per {shape} x L3_1: "
+                              "of e2e, what the database alone spends"))
     return metrics
+
+
+def _cpu_per_step(meter: CpuMeter, steps: int, what: str) -> list[Metric]:
+    """``<process>_cpu_per_step`` in ms for each process the meter could read."""
+    return [Metric(f"{name}_cpu_per_step", seconds / steps * 1000, "ms",
+                   note=f"the {name} process's CPU {what}")
+            for name, seconds in sorted(meter.spent.items())]
 
 
 def throughput(ctx: BenchContext, engines: int) -> list[Metric]:
@@ -180,21 +186,24 @@ class _CpuWindow:
 
     def __init__(self, db: Database, namespace: str, seconds: float, meter: CpuMeter) -> None:
         self._db, self._namespace, self._seconds, self._meter = db, namespace, seconds, meter
-        self._steps: list[int] = []
+        self._began: int | None = None  # steps succeeded when the meter started
+        self._steps: int | None = None  # steps succeeded between start and stop
 
     def during(self, elapsed: float) -> None:
-        if not self._steps or (len(self._steps) == 1 and elapsed >= self._seconds):
-            self._steps.append(succeeded_tasks(self._db, self._namespace))
-            (self._meter.start if len(self._steps) == 1 else self._meter.stop)()
+        """The closed loop's callback: start on its first round, stop on the first past
+        the window."""
+        if self._began is None:
+            self._began = succeeded_tasks(self._db, self._namespace)
+            self._meter.start()
+        elif self._steps is None and elapsed >= self._seconds:
+            self._meter.stop()
+            self._steps = succeeded_tasks(self._db, self._namespace) - self._began
 
     def metrics(self) -> list[Metric]:
-        steps = self._steps[-1] - self._steps[0] if len(self._steps) == 2 else 0
-        if steps <= 0:
+        if not self._steps or self._steps <= 0:
             return []
-        return [Metric(f"{name}_cpu_per_step", seconds / steps * 1000, "ms",
-                       note=f"the {name} process's CPU per step in the window"
-                       + (" (its worker processes included)" if name == "engine" else ""))
-                for name, seconds in sorted(self._meter.spent.items())]
+        return _cpu_per_step(self._meter, self._steps,
+                             "per step in the window (an engine's worker processes included)")
 
 
 @scenario("s2", "S2 throughput: closed loop of concurrent seq10 instances, 4 worker slots")
